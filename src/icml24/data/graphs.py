@@ -1,0 +1,122 @@
+"""Synthetic graphs with known ground truth: the contextual stochastic block model (CSBM)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch_geometric.data import Data
+from torch_geometric.utils import to_undirected
+
+from ..errors import InputError
+from ._root import check_seed
+
+
+def _count(value: int | float, n: int, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise InputError(f"{name} must be a non-negative count or a fraction in [0, 1), got {value!r}")
+    return int(round(value * n)) if isinstance(value, float) and value < 1 else int(value)
+
+
+def csbm(n_nodes: int = 1000, *, n_classes: int = 3, avg_degree: float = 6.0, homophily: float = 0.8,
+         snr: float = 1.0, n_features: int = 32, num_train_per_class: int = 20, num_val: int | float = 0.2,
+         num_test: int | float = 0.4, seed: int = 0) -> Data:
+    """A contextual stochastic block model node-classification graph (Deshpande et al., NeurIPS 2018).
+
+    Classes are balanced. Undirected edges: ``round(n_nodes * avg_degree / 2)`` distinct pairs, of which a
+    fraction ``homophily`` join two nodes of the same class (the *edge homophily ratio*) and the rest join
+    nodes of different classes, each uniformly at random; so ``homophily = 1 / n_classes`` is an
+    Erdos-Renyi graph that carries no label information. Features: ``x_i = snr * u_{y_i} + N(0, I)`` with
+    orthonormal class directions ``u_c`` (random unit vectors when ``n_classes > n_features``), so two class
+    means are ``snr * sqrt(2)`` apart in units of the noise; ``snr = 0`` makes features independent of labels.
+
+    Split: ``num_train_per_class`` training nodes per class, then ``num_val`` and ``num_test`` nodes (ints are
+    counts, floats in [0, 1) fractions of ``n_nodes``), drawn with ``seed``.
+
+    Returns a ``Data`` with ``x``, ``y``, ``edge_index`` (both directions, no self-loops, no duplicates),
+    ``train_mask``, ``val_mask``, ``test_mask``, ``num_classes``, and ``class_means`` (the ground truth).
+    """
+    check_seed(seed)
+    for name, v, lo in (("n_nodes", n_nodes, 2), ("n_classes", n_classes, 2), ("n_features", n_features, 1),
+                        ("num_train_per_class", num_train_per_class, 0)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+            raise InputError(f"{name} must be an integer >= {lo}, got {v!r}")
+    if n_classes > n_nodes:
+        raise InputError(f"n_classes ({n_classes}) exceeds n_nodes ({n_nodes})")
+    if not math.isfinite(avg_degree) or avg_degree < 0 or avg_degree > n_nodes - 1:
+        raise InputError(f"avg_degree must be in [0, n_nodes - 1], got {avg_degree!r}")
+    if not math.isfinite(homophily) or not 0.0 <= homophily <= 1.0:
+        raise InputError(f"homophily must be in [0, 1], got {homophily!r}")
+    if not math.isfinite(snr) or snr < 0:
+        raise InputError(f"snr must be finite and >= 0, got {snr!r}")
+    n_val, n_test = _count(num_val, n_nodes, "num_val"), _count(num_test, n_nodes, "num_test")
+    if num_train_per_class * n_classes + n_val + n_test > n_nodes:
+        raise InputError(f"split sizes ({num_train_per_class}x{n_classes} train + {n_val} val + {n_test} test) "
+                         f"exceed n_nodes={n_nodes}", "lower them or raise n_nodes")
+
+    rng = np.random.default_rng(seed)
+    y = rng.permutation(np.arange(n_nodes) % n_classes)
+    members = [np.flatnonzero(y == c) for c in range(n_classes)]
+    sizes = np.array([len(m) for m in members])
+
+    n_edges = int(round(n_nodes * avg_degree / 2))
+    n_in = int(round(homophily * n_edges))
+    n_out = n_edges - n_in
+    max_in = int((sizes * (sizes - 1) // 2).sum())
+    max_out = n_nodes * (n_nodes - 1) // 2 - max_in
+    if n_in > max_in or n_out > max_out:
+        raise InputError(f"avg_degree={avg_degree} with homophily={homophily} needs {n_in} intra- and {n_out} "
+                         f"inter-class edges; at most {max_in} and {max_out} exist", "lower avg_degree")
+    intra = _sample_pairs(rng, y, members, n_in, same=True)
+    inter = _sample_pairs(rng, y, members, n_out, same=False)
+    pairs = np.concatenate([intra, inter]) if n_edges else np.zeros((0, 2), dtype=np.int64)
+    edge_index = to_undirected(torch.from_numpy(pairs.T.copy()).long(), num_nodes=n_nodes)
+
+    g = rng.standard_normal((n_features, n_classes))
+    dirs = np.linalg.qr(g)[0].T[:n_classes] if n_classes <= n_features else (g / np.linalg.norm(g, axis=0)).T
+    means = snr * dirs
+    x = means[y] + rng.standard_normal((n_nodes, n_features))
+
+    train = np.zeros(n_nodes, dtype=bool)
+    for m in members:
+        train[rng.choice(m, size=min(num_train_per_class, len(m)), replace=False)] = True
+    rest = rng.permutation(np.flatnonzero(~train))
+    val = np.zeros(n_nodes, dtype=bool)
+    test = np.zeros(n_nodes, dtype=bool)
+    val[rest[:n_val]] = True
+    test[rest[n_val:n_val + n_test]] = True
+
+    data = Data(x=torch.from_numpy(x.astype(np.float32)), y=torch.from_numpy(y.astype(np.int64)),
+                edge_index=edge_index, train_mask=torch.from_numpy(train), val_mask=torch.from_numpy(val),
+                test_mask=torch.from_numpy(test))
+    data.num_classes = n_classes
+    data.class_means = torch.from_numpy(means.astype(np.float32))
+    return data
+
+
+def _sample_pairs(rng: np.random.Generator, y: np.ndarray, members: list[np.ndarray], count: int,
+                  same: bool) -> np.ndarray:
+    """``count`` distinct unordered pairs (u < v), uniformly among intra- (``same``) or inter-class pairs."""
+    n = len(y)
+    sizes = np.array([len(m) for m in members])
+    order = np.concatenate(members)
+    offset = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    p_class = sizes * (sizes - 1) / 2.0
+    codes = np.zeros(0, dtype=np.int64)
+    while len(codes) < count:
+        k = int((count - len(codes)) * 1.3) + 16
+        if same:  # a class with probability proportional to its number of pairs, then two of its members
+            c = rng.choice(len(sizes), size=k, p=p_class / p_class.sum())
+            u = order[offset[c] + rng.integers(0, sizes[c])]
+            v = order[offset[c] + rng.integers(0, sizes[c])]
+        else:  # uniform ordered pairs, rejected when in one class: uniform over inter-class pairs
+            u, v = rng.integers(0, n, size=k), rng.integers(0, n, size=k)
+            keep = y[u] != y[v]
+            u, v = u[keep], v[keep]
+        keep = u != v
+        new = np.minimum(u[keep], v[keep]) * n + np.maximum(u[keep], v[keep])
+        both = np.concatenate([codes, new])
+        _, first = np.unique(both, return_index=True)
+        codes = both[np.sort(first)][:count]
+    return np.stack([codes // n, codes % n], axis=1)
