@@ -75,10 +75,11 @@ def test_verify_without_claims_says_so(tmp_path, capsys, monkeypatch):
 
 def test_verify_table_json_and_report(tmp_path, toy, capsys):
     Path(toy["TOY_KILL"]).write_text("no kill")
+    tmp_path = tmp_path / "runs"
     assert main(["verify", "toy_method", "--scale", "smoke", "--seed", "2", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "toy_method  first" in out and "ours=3" in out and "theirs=0.5" in out and "3/3 claims hold" in out
-    run_dir = next(tmp_path.iterdir())
+    (run_dir,) = tmp_path.iterdir()
     assert {"config.json", "env.json", "results.jsonl", "report.md"} <= {p.name for p in run_dir.iterdir()}
     cfg = json.loads((run_dir / "config.json").read_text())
     assert cfg["scale"] == "smoke" and cfg["seed"] == 2 and len(cfg["claims"]) == 3
@@ -144,8 +145,9 @@ def test_kill_after_first_claim_then_resume(tmp_path):
 
 def test_resume_refuses_unreadable_results(tmp_path, toy):
     Path(toy["TOY_KILL"]).write_text("no kill")
+    tmp_path = tmp_path / "runs"
     assert main(["verify", "toy_method", "--out", str(tmp_path)]) == 0
-    run_dir = next(tmp_path.iterdir())
+    (run_dir,) = tmp_path.iterdir()
     results = run_dir / "results.jsonl"
     results.write_text("garbage\n" + results.read_text())
     before = results.read_text()
