@@ -1,0 +1,12 @@
+"""Dynamic attention maintenance (van den Brand, Song, Zhou; ICML 2024, arXiv 2304.02207).
+
+``DynamicAttention`` is the paper's lazy-update data structure; ``baselines`` holds the peers (naive
+per-query recomputation, eager maintenance, the O(n^2)-memory lazy variant, full recomputation).
+"""
+
+from ._common import WorkCounters, attention
+from .baselines import DenseLazyAttention, EagerAttention, FullRecompute, NaiveAttention
+from .structure import DynamicAttention, rebuild_period
+
+__all__ = ["DynamicAttention", "NaiveAttention", "EagerAttention", "DenseLazyAttention", "FullRecompute", "attention",
+           "WorkCounters", "rebuild_period"]

@@ -1,0 +1,195 @@
+"""Shared pieces of the attention maintainers: validation, the dense reference, work counters, the base API."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+
+from ..errors import InputError
+
+# exp(x) overflows float64 above ~709.8 and float32 above ~88.7; stay well below.
+EXP_HEADROOM = {torch.float64: 600.0, torch.float32: 60.0}
+
+
+def as_matrix(name: str, value, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """A 2-D, finite, float32/float64 tensor (numpy arrays and nested lists are converted, never shared)."""
+    if isinstance(value, np.ndarray):
+        value = torch.from_numpy(np.array(value, copy=True))
+    elif not isinstance(value, torch.Tensor):
+        try:
+            value = torch.tensor(value)
+        except (TypeError, ValueError, RuntimeError):
+            raise InputError(f"{name} must be a 2-D array of numbers, got {type(value).__name__}") from None
+    if value.dim() != 2 or value.shape[0] < 1 or value.shape[1] < 1:
+        raise InputError(f"{name} must be a non-empty 2-D matrix, got shape {tuple(value.shape)}")
+    target = dtype if dtype is not None else value.dtype
+    if not value.is_floating_point() and dtype is None:
+        target = torch.float64
+    if target not in (torch.float32, torch.float64):
+        raise InputError(f"{name} must be float32 or float64, got {target}", "pass dtype=torch.float64")
+    value = value.detach().to(device="cpu", dtype=target).clone().contiguous()
+    if not bool(torch.isfinite(value).all()):
+        raise InputError(f"{name} contains NaN or infinite entries")
+    return value
+
+
+def check_qkv(Q, K, V, dtype: torch.dtype | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Validate ``Q (m x d)``, ``K (n x d)``, ``V (n x d_v)``, cast to one float dtype (``dtype`` or Q's)."""
+    Q = as_matrix("Q", Q, dtype)
+    K = as_matrix("K", K, Q.dtype)
+    V = as_matrix("V", V, Q.dtype)
+    if K.shape[1] != Q.shape[1]:
+        raise InputError(f"K has {K.shape[1]} columns but Q has {Q.shape[1]}", "Q and K must share the width d")
+    if V.shape[0] != K.shape[0]:
+        raise InputError(f"V has {V.shape[0]} rows but K has {K.shape[0]}", "K and V need one row per key")
+    return Q, K, V
+
+
+def check_index(name: str, value, size: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_floating_point():
+            value = int(value)
+        else:
+            raise InputError(f"{name} must be an integer index, got {value!r}")
+    value = int(value)
+    if not 0 <= value < size:
+        raise InputError(f"{name}={value} is out of range", f"valid indices are 0..{size - 1}")
+    return value
+
+
+def check_delta(delta) -> float:
+    if isinstance(delta, torch.Tensor) and delta.numel() == 1:
+        delta = delta.item()
+    if isinstance(delta, bool) or not isinstance(delta, numbers.Real):
+        raise InputError(f"delta must be a real number, got {delta!r}")
+    delta = float(delta)
+    if not math.isfinite(delta):
+        raise InputError(f"delta must be finite, got {delta}")
+    return delta
+
+
+def check_tau(tau) -> float:
+    if isinstance(tau, bool) or not isinstance(tau, numbers.Real) or not math.isfinite(float(tau)):
+        raise InputError(f"tau must be a number in (0, 1], got {tau!r}")
+    tau = float(tau)
+    if not 0.0 < tau <= 1.0:
+        raise InputError(f"tau must be in (0, 1], got {tau}")
+    return tau
+
+
+def attention(Q, K, V, *, block_rows: int | None = None) -> torch.Tensor:
+    """Exact softmax attention ``D^{-1} exp(Q K^T) V`` (Definition 1.2 of the paper: no 1/sqrt(d), no mask).
+
+    Computed in row blocks with a per-row max shift, so the ``m x n`` matrix is never held at once.
+    """
+    Q, K, V = check_qkv(Q, K, V)
+    return _attention(Q, K, V, block_rows)
+
+
+def _attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, block_rows: int | None = None) -> torch.Tensor:
+    m, n = Q.shape[0], K.shape[0]
+    b = block_rows or max(1, min(m, (1 << 22) // max(n, 1)))
+    out = torch.empty(m, V.shape[1], dtype=Q.dtype)
+    for lo in range(0, m, b):
+        logits = Q[lo:lo + b] @ K.T
+        out[lo:lo + b] = torch.softmax(logits, dim=1) @ V
+    return out
+
+
+@dataclass
+class WorkCounters:
+    """Work done by a maintainer, in scalar multiply-adds (or entries read/written where nothing is
+    multiplied), so that costs can be compared without timers.
+
+    ``init_work`` counts the preprocessing (building the first snapshot); ``update_work`` the updates
+    themselves; ``rebuild_work`` the rebuilds they trigger (amortised over the updates, with ``update_work``);
+    ``query_work`` the queries, ``max_query_work`` the worst single query.
+    """
+
+    updates_k: int = 0
+    updates_v: int = 0
+    queries: int = 0
+    rebuilds: int = 0
+    update_work: int = 0
+    rebuild_work: int = 0
+    query_work: int = 0
+    max_query_work: int = 0
+    max_pending: int = 0
+    init_work: int = 0
+
+    @property
+    def updates(self) -> int:
+        return self.updates_k + self.updates_v
+
+    @property
+    def amortized_update_work(self) -> float:
+        return (self.update_work + self.rebuild_work) / self.updates if self.updates else 0.0
+
+    @property
+    def mean_query_work(self) -> float:
+        return self.query_work / self.queries if self.queries else 0.0
+
+    def add_query(self, work: int) -> None:
+        self.queries += 1
+        self.query_work += work
+        self.max_query_work = max(self.max_query_work, work)
+
+    def as_dict(self) -> dict[str, float]:
+        out = {k: float(v) for k, v in asdict(self).items()}
+        out["amortized_update_work"] = self.amortized_update_work
+        out["mean_query_work"] = self.mean_query_work
+        return out
+
+
+class AttentionMaintainer:
+    """The common interface: ``update_k``, ``update_v``, ``query``, ``query_row``, ``to_dense``.
+
+    ``Q`` is ``m x d`` (fixed), ``K`` is ``n x d`` and ``V`` is ``n x d_v``; the paper has ``m = n`` and
+    ``d_v = d``. Subclasses maintain ``B = D^{-1} exp(Q K^T) V`` under entry updates of ``K`` and ``V``.
+    """
+
+    def __init__(self, Q, K, V, *, dtype: torch.dtype | None = None) -> None:
+        self.Q, self.K, self.V = check_qkv(Q, K, V, dtype)
+        self.m, self.d = self.Q.shape
+        self.n, self.dv = self.V.shape
+        self.dtype = self.Q.dtype
+        self.counters = WorkCounters()
+
+    # -- validation shared by all maintainers
+    def _check_k(self, i, j, delta) -> tuple[int, int, float]:
+        return check_index("i", i, self.n), check_index("j", j, self.d), check_delta(delta)
+
+    def _check_v(self, i, j, delta) -> tuple[int, int, float]:
+        return check_index("i", i, self.n), check_index("j", j, self.dv), check_delta(delta)
+
+    def _check_q(self, i, j) -> tuple[int, int]:
+        return check_index("i", i, self.m), check_index("j", j, self.dv)
+
+    # -- the API
+    def update_k(self, i: int, j: int, delta: float) -> None:  # pragma: no cover - abstract
+        """``K[i, j] += delta``."""
+        raise NotImplementedError
+
+    def update_v(self, i: int, j: int, delta: float) -> None:  # pragma: no cover - abstract
+        """``V[i, j] += delta``."""
+        raise NotImplementedError
+
+    def query(self, i: int, j: int) -> float:  # pragma: no cover - abstract
+        """``B[i, j]`` exactly."""
+        raise NotImplementedError
+
+    def query_row(self, i: int) -> torch.Tensor:
+        """Row ``B[i, :]`` (length ``d_v``)."""
+        i = check_index("i", i, self.m)
+        return torch.tensor([self.query(i, j) for j in range(self.dv)], dtype=self.dtype)
+
+    def to_dense(self) -> torch.Tensor:
+        """The whole ``m x d_v`` matrix ``B`` (computed from the current ``K`` and ``V``)."""
+        return _attention(self.Q, self.K, self.V)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(m={self.m}, n={self.n}, d={self.d}, d_v={self.dv}, dtype={self.dtype})"

@@ -1,0 +1,230 @@
+"""The peers a user would pick instead of the lazy structure, with the same API and work counters.
+
+- :class:`NaiveAttention`: store ``Q, K, V``; a query recomputes one softmax row, ``O(n d)``; updates ``O(1)``.
+- :class:`FullRecompute`: recompute all of ``B`` after every update, ``O(m n d)``; queries ``O(1)``.
+- :class:`EagerAttention`: keep ``M = A V`` and ``s = A 1`` exact after every update (recompute the changed
+  column of ``A`` and apply a rank-1 correction, ``O(m (d + d_v))``); queries ``O(1)``.
+- :class:`DenseLazyAttention`: the spec's variant S with ``O(m n)`` memory: ``A`` is stored, a K update
+  refreshes one column in ``O(m d)``, each pending update is a rank-1 pair, so a query costs ``O(k)``;
+  rebuilds every ``k = ceil(n^tau)`` updates fold the pairs with one ``m x k x d_v`` product.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..errors import InputError
+from ._common import EXP_HEADROOM, AttentionMaintainer, _attention, check_index, check_tau
+from .structure import rebuild_period
+
+
+class NaiveAttention(AttentionMaintainer):
+    """Recompute per query: ``B[i, j] = softmax(Q_i K^T) V[:, j]`` in ``O(n d)``; updates are ``O(1)``."""
+
+    def update_k(self, i, j, delta) -> None:
+        i, j, delta = self._check_k(i, j, delta)
+        self.K[i, j] += delta
+        self.counters.updates_k += 1
+        self.counters.update_work += 1
+
+    def update_v(self, i, j, delta) -> None:
+        i, j, delta = self._check_v(i, j, delta)
+        self.V[i, j] += delta
+        self.counters.updates_v += 1
+        self.counters.update_work += 1
+
+    def query(self, i, j) -> float:
+        i, j = self._check_q(i, j)
+        p = torch.softmax(self.K @ self.Q[i], dim=0)
+        self.counters.add_query(self.n * (self.d + 2))
+        return float(p @ self.V[:, j])
+
+    def query_row(self, i) -> torch.Tensor:
+        i = check_index("i", i, self.m)
+        self.counters.add_query(self.n * (self.d + self.dv + 1))
+        return torch.softmax(self.K @ self.Q[i], dim=0) @ self.V
+
+
+class FullRecompute(AttentionMaintainer):
+    """Recompute the whole ``B`` after every update, ``O(m n (d + d_v))``; a query reads one entry."""
+
+    def __init__(self, Q, K, V, *, dtype: torch.dtype | None = None) -> None:
+        super().__init__(Q, K, V, dtype=dtype)
+        self._recompute()
+        self.counters.rebuilds, self.counters.rebuild_work = 0, 0
+        self.counters.init_work = self.m * self.n * (self.d + self.dv + 1)
+
+    def _recompute(self) -> None:
+        self.B = _attention(self.Q, self.K, self.V)
+        self.counters.rebuilds += 1
+        self.counters.rebuild_work += self.m * self.n * (self.d + self.dv + 1)
+
+    def update_k(self, i, j, delta) -> None:
+        i, j, delta = self._check_k(i, j, delta)
+        self.K[i, j] += delta
+        self.counters.updates_k += 1
+        self._recompute()
+
+    def update_v(self, i, j, delta) -> None:
+        i, j, delta = self._check_v(i, j, delta)
+        self.V[i, j] += delta
+        self.counters.updates_v += 1
+        self._recompute()
+
+    def query(self, i, j) -> float:
+        i, j = self._check_q(i, j)
+        self.counters.add_query(1)
+        return float(self.B[i, j])
+
+    def query_row(self, i) -> torch.Tensor:
+        i = check_index("i", i, self.m)
+        self.counters.add_query(self.dv)
+        return self.B[i].clone()
+
+
+class EagerAttention(AttentionMaintainer):
+    """Exact ``M = exp(Q K^T - shift) V`` and ``s`` after every update, in ``O(m (d + d_v))``; ``O(1)`` query.
+
+    Memory ``O((m + n)(d + d_v))``: the changed column of ``A`` is recomputed (old and new), never stored.
+    """
+
+    def __init__(self, Q, K, V, *, dtype: torch.dtype | None = None) -> None:
+        super().__init__(Q, K, V, dtype=dtype)
+        self._headroom = EXP_HEADROOM[self.dtype]
+        self.M = torch.empty(self.m, self.dv, dtype=self.dtype)
+        self.s = torch.empty(self.m, dtype=self.dtype)
+        self.shift = torch.empty(self.m, dtype=self.dtype)
+        b = max(1, min(self.m, (1 << 22) // self.n))
+        for lo in range(0, self.m, b):
+            logits = self.Q[lo:lo + b] @ self.K.T
+            sh = logits.max(dim=1).values
+            a = torch.exp(logits - sh[:, None])
+            self.M[lo:lo + b], self.s[lo:lo + b], self.shift[lo:lo + b] = a @ self.V, a.sum(1), sh
+        self.counters.init_work += self.m * self.n * (self.d + self.dv + 1)
+
+    def _column(self, krow: torch.Tensor) -> torch.Tensor:
+        return torch.exp(self.Q @ krow - self.shift)
+
+    def update_k(self, i, j, delta) -> None:
+        i, j, delta = self._check_k(i, j, delta)
+        old = self.Q @ self.K[i]
+        self.K[i, j] += delta
+        new = self.Q @ self.K[i]
+        top = new - self.shift
+        if float(top.max()) > self._headroom:  # raise shifts of the rows that would overflow
+            new_sh = torch.maximum(self.shift, new - self._headroom)
+            scale = torch.exp(self.shift - new_sh)
+            self.M *= scale[:, None]
+            self.s *= scale
+            self.shift = new_sh
+        da = torch.exp(new - self.shift) - torch.exp(old - self.shift)
+        self.M += torch.outer(da, self.V[i])
+        self.s += da
+        self.counters.updates_k += 1
+        self.counters.update_work += self.m * (2 * self.d + self.dv + 2)
+
+    def update_v(self, i, j, delta) -> None:
+        i, j, delta = self._check_v(i, j, delta)
+        self.V[i, j] += delta
+        self.M[:, j] += self._column(self.K[i]) * delta
+        self.counters.updates_v += 1
+        self.counters.update_work += self.m * (self.d + 2)
+
+    def query(self, i, j) -> float:
+        i, j = self._check_q(i, j)
+        self.counters.add_query(1)
+        return float(self.M[i, j] / self.s[i])
+
+    def query_row(self, i) -> torch.Tensor:
+        i = check_index("i", i, self.m)
+        self.counters.add_query(self.dv)
+        return self.M[i] / self.s[i]
+
+
+class DenseLazyAttention(AttentionMaintainer):
+    """Variant S of the spec: ``A`` stored explicitly (``O(m n)`` memory), pending updates as rank-1 pairs.
+
+    Each update ``t`` changes ``A V`` by ``u_t w_t^T``: a K update of row ``c`` has ``u = A_new[:, c] -
+    A_old[:, c]`` and ``w = V[c]`` (and changes ``s`` by ``u``); a V update ``(r, j, delta)`` has ``u = A[:, r]``
+    and ``w = delta e_j``. A query sums ``u_t[i] w_t[j]`` over at most ``k`` pending pairs: ``O(k)`` instead of
+    the memory-light structure's ``O(k d)``. It does not contradict the paper's lower bound, which forbids
+    improving both exponents at once (its update costs ``O(m d)`` and it needs ``O(m n)`` memory).
+    """
+
+    def __init__(self, Q, K, V, tau: float = 0.5, *, dtype: torch.dtype | None = None,
+                 k: int | None = None) -> None:
+        super().__init__(Q, K, V, dtype=dtype)
+        self.tau = check_tau(tau)
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+            raise InputError(f"k must be a positive integer, got {k!r}")
+        self.k = rebuild_period(self.n, self.tau) if k is None else k
+        logits = self.Q @ self.K.T
+        self.shift = logits.max(dim=1).values
+        self.A = torch.exp(logits - self.shift[:, None])
+        self.M = self.A @ self.V
+        self.s = self.A.sum(dim=1)
+        self.U = torch.empty(self.m, self.k, dtype=self.dtype)
+        self.W = torch.empty(self.k, self.dv, dtype=self.dtype)
+        self._is_k = torch.zeros(self.k, dtype=self.dtype)
+        self.pending = 0
+        self.counters.init_work += self.m * self.n * (self.d + self.dv + 1)
+
+    def update_k(self, i, j, delta) -> None:
+        i, j, delta = self._check_k(i, j, delta)
+        self.K[i, j] += delta
+        new = torch.exp(self.Q @ self.K[i] - self.shift)
+        t = self.pending
+        self.U[:, t] = new - self.A[:, i]
+        self.W[t] = self.V[i]
+        self._is_k[t] = 1.0
+        self.A[:, i] = new
+        self.counters.updates_k += 1
+        self.counters.update_work += self.m * (self.d + 2) + self.dv
+        self._after()
+
+    def update_v(self, i, j, delta) -> None:
+        i, j, delta = self._check_v(i, j, delta)
+        self.V[i, j] += delta
+        t = self.pending
+        self.U[:, t] = self.A[:, i]
+        self.W[t].zero_()
+        self.W[t, j] = delta
+        self._is_k[t] = 0.0
+        self.counters.updates_v += 1
+        self.counters.update_work += self.m + self.dv
+        self._after()
+
+    def _after(self) -> None:
+        self.pending += 1
+        self.counters.max_pending = max(self.counters.max_pending, self.pending)
+        if self.pending >= self.k:
+            self.rebuild()
+
+    def rebuild(self) -> None:
+        p = self.pending
+        if p:
+            self.M += self.U[:, :p] @ self.W[:p]
+            self.s += self.U[:, :p] @ self._is_k[:p]
+            self.counters.rebuild_work += self.m * p * (self.dv + 1)
+        self.pending = 0
+        self.counters.rebuilds += 1
+
+    def query(self, i, j) -> float:
+        i, j = self._check_q(i, j)
+        p = self.pending
+        u = self.U[i, :p]
+        num = float(self.M[i, j]) + float(u @ self.W[:p, j])
+        den = float(self.s[i]) + float(u @ self._is_k[:p])
+        self.counters.add_query(2 * p + 1)
+        return num / den
+
+    def query_row(self, i) -> torch.Tensor:
+        i = check_index("i", i, self.m)
+        p = self.pending
+        u = self.U[i, :p]
+        self.counters.add_query(p * (self.dv + 1) + self.dv)
+        return (self.M[i] + u @ self.W[:p]) / (self.s[i] + u @ self._is_k[:p])
+
+    def to_dense(self) -> torch.Tensor:
+        p = self.pending
+        return (self.M + self.U[:, :p] @ self.W[:p]) / (self.s + self.U[:, :p] @ self._is_k[:p])[:, None]
