@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from ..threads import single_thread
 from ._common import AttentionMaintainer, _attention
 from .baselines import DenseLazyAttention, EagerAttention, FullRecompute, NaiveAttention
 from .structure import DynamicAttention, rebuild_period
@@ -226,27 +227,5 @@ def run_workload(m: AttentionMaintainer, ops: Sequence[tuple[str, int, int, floa
 
 __all__ = ["omega", "paper_exponents", "classical_exponents", "loglog_slope", "random_qkv", "exactness_sweep",
            "measure_lazy", "measure_peer", "mixed_workload", "run_workload", "CostPoint", "ExactnessResult",
-           "rebuild_period"]
+           "rebuild_period", "single_thread"]
 
-
-class single_thread:
-    """Context manager: torch (and BLAS through it) on one thread while timing, restored afterwards.
-
-    Timings on shared two-core machines are only meaningful single-threaded (DESIGN.md, Benchmarks)."""
-
-    def __enter__(self):
-        self._prev = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            from threadpoolctl import threadpool_limits
-
-            self._limits = threadpool_limits(1)
-        except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
-            self._limits = None
-        return self
-
-    def __exit__(self, *exc):
-        torch.set_num_threads(self._prev)
-        if self._limits is not None:
-            self._limits.restore_original_limits()
-        return False
