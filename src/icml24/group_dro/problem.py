@@ -1,0 +1,428 @@
+"""Empirical group DRO problems: data split into groups, a convex per-sample loss, a convex compact set.
+
+The problem of Yu, Cai, Jiang and Zhang (ICML 2024, arXiv 2403.03562), eq. (2) and (3):
+
+    min_{w in W} max_{q in Delta_m}  phi(w, q) = sum_i q_i R_i(w),     R_i(w) = (1/n_i) sum_j l(w; xi_ij),
+
+a two-level finite sum (over groups, then over the samples of a group). A :class:`GroupProblem` holds the
+groups, a per-sample loss-and-gradient oracle and the set ``W`` (:class:`Ball` or :class:`Box`). It is
+built either from data (``X, y, groups`` and a loss of :data:`LOSSES`) or from a user's own per-sample
+oracle. Algorithms call :meth:`GroupProblem.sample_eval` and count every per-sample gradient evaluation
+(IFO, the paper's currency); the exact risks :meth:`GroupProblem.risks` are for evaluation only.
+
+Assumptions of the paper's analysis (Assumptions 1-3; checked where checkable): ``W`` convex and compact,
+``l(.; xi)`` convex, ``G``-Lipschitz and ``L``-smooth on ``W``. For the built-in losses ``G`` and ``L``
+are computed from the data (:attr:`GroupProblem.lipschitz`, :attr:`GroupProblem.smoothness`); an oracle
+problem must state them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..errors import InputError
+
+# --------------------------------------------------------------------------------------------- the set W
+
+
+@dataclass(frozen=True)
+class Ball:
+    """The Euclidean ball ``{w : ||w - center|| <= radius}`` (center 0 when omitted)."""
+
+    radius: float
+    center: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        r = _positive(self.radius, "radius")
+        object.__setattr__(self, "radius", r)
+        if self.center is not None:
+            c = np.asarray(self.center, dtype=float).ravel()
+            if not np.all(np.isfinite(c)):
+                raise InputError("center must be finite")
+            object.__setattr__(self, "center", tuple(float(v) for v in c))
+
+    def bind(self, dim: int) -> "_Set":
+        c = np.zeros(dim) if self.center is None else np.asarray(self.center, dtype=float)
+        if c.shape != (dim,):
+            raise InputError(f"domain center has {c.size} entries, the problem has dimension {dim}")
+        return _BallSet(c, self.radius)
+
+
+@dataclass(frozen=True)
+class Box:
+    """The box ``{w : lower <= w <= upper}`` (scalars broadcast to every coordinate)."""
+
+    lower: float | tuple[float, ...]
+    upper: float | tuple[float, ...]
+
+    def bind(self, dim: int) -> "_Set":
+        lo = np.broadcast_to(np.asarray(self.lower, dtype=float), (dim,)).copy() if np.ndim(self.lower) == 0 \
+            else np.asarray(self.lower, dtype=float)
+        hi = np.broadcast_to(np.asarray(self.upper, dtype=float), (dim,)).copy() if np.ndim(self.upper) == 0 \
+            else np.asarray(self.upper, dtype=float)
+        if lo.shape != (dim,) or hi.shape != (dim,):
+            raise InputError(f"box bounds must be scalars or have {dim} entries")
+        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+            raise InputError("box bounds must be finite (W must be compact)")
+        if not np.all(hi > lo):
+            raise InputError("box upper bound must exceed lower bound in every coordinate")
+        return _BoxSet(lo, hi)
+
+
+class _Set:
+    """A bound convex compact set: projection, linear minimisation, centre and radius ``D``."""
+
+    center: np.ndarray
+    radius: float  # max distance from the centre: the D of the distance-generating function ||w-c||^2/(2D^2)
+
+    def project(self, w: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def linear_min(self, g: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        """``argmin_{u in W} <g, u>``."""
+        raise NotImplementedError
+
+    def contains(self, w: np.ndarray, tol: float = 1e-9) -> bool:
+        return bool(np.linalg.norm(self.project(w) - w) <= tol * max(1.0, self.radius))
+
+
+class _BallSet(_Set):
+    def __init__(self, center: np.ndarray, radius: float) -> None:
+        self.center, self.radius = center, float(radius)
+
+    def project(self, w: np.ndarray) -> np.ndarray:
+        d = w - self.center
+        nrm = math.sqrt(float(d @ d))
+        if nrm <= self.radius:
+            return w
+        return self.center + d * (self.radius / nrm)
+
+    def linear_min(self, g: np.ndarray) -> np.ndarray:
+        nrm = float(np.linalg.norm(g))
+        return self.center.copy() if nrm == 0.0 else self.center - self.radius * g / nrm
+
+    def __repr__(self) -> str:
+        return f"Ball(radius={self.radius:g})"
+
+
+class _BoxSet(_Set):
+    def __init__(self, lower: np.ndarray, upper: np.ndarray) -> None:
+        self.lower, self.upper = lower, upper
+        self.center = (lower + upper) / 2
+        self.radius = float(np.linalg.norm(upper - lower) / 2)
+
+    def project(self, w: np.ndarray) -> np.ndarray:
+        return np.clip(w, self.lower, self.upper)
+
+    def linear_min(self, g: np.ndarray) -> np.ndarray:
+        return np.where(g > 0, self.lower, self.upper)
+
+    def __repr__(self) -> str:
+        return f"Box(dim={self.lower.size})"
+
+
+# ---------------------------------------------------------------------------------------------- losses
+# A generalised linear loss l(w; x, y) = f(<x, w>, y): value f and derivative f' in the margin s = <x, w>.
+
+def _logistic(s: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    u = -y * s
+    val = np.logaddexp(0.0, u)
+    return val, -y * np.exp(u - val)  # d/ds = -y * sigmoid(u)
+
+
+def _squared(s: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r = s - y
+    return 0.5 * r * r, r
+
+
+def _smoothed_hinge(s: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    # Quadratically smoothed hinge (smoothing width 1): 1/2 - u for u <= 0, (1-u)^2/2 on (0, 1), 0 for u >= 1.
+    u = y * s
+    val = np.where(u <= 0, 0.5 - u, np.where(u < 1, 0.5 * (1 - u) ** 2, 0.0))
+    du = np.where(u <= 0, -1.0, np.where(u < 1, u - 1.0, 0.0))
+    return val, y * du
+
+
+def _logistic_1(s: float, y: float) -> tuple[float, float]:
+    u = -y * s
+    val = u + math.log1p(math.exp(-u)) if u > 0 else math.log1p(math.exp(u))
+    return val, -y * math.exp(u - val)
+
+
+def _squared_1(s: float, y: float) -> tuple[float, float]:
+    r = s - y
+    return 0.5 * r * r, r
+
+
+def _smoothed_hinge_1(s: float, y: float) -> tuple[float, float]:
+    u = y * s
+    if u <= 0:
+        return 0.5 - u, -y
+    if u < 1:
+        return 0.5 * (1 - u) ** 2, y * (u - 1)
+    return 0.0, 0.0
+
+
+#: Scalar twins of the losses (same formulas on Python floats), for single-sample inner loops.
+SCALAR_LOSSES = {"logistic": _logistic_1, "squared": _squared_1, "smoothed_hinge": _smoothed_hinge_1}
+
+#: The built-in per-sample losses of :meth:`GroupProblem.from_data`: name -> (labels, curvature bound,
+#: derivative bound or None when it grows with the margin).
+LOSSES: dict[str, tuple[Callable, str, float, float | None]] = {
+    "logistic": (_logistic, "binary", 0.25, 1.0),
+    "squared": (_squared, "real", 1.0, None),
+    "smoothed_hinge": (_smoothed_hinge, "binary", 1.0, 1.0),
+}
+
+Oracle = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+# --------------------------------------------------------------------------------------------- problem
+class GroupProblem:
+    """An empirical GDRO problem: ``m`` groups of samples, a convex per-sample loss, a set ``W``.
+
+    Build it with :meth:`from_data` or :meth:`from_oracle`. Samples are addressed by *positions*
+    ``0..N-1`` with group ``i`` occupying ``offsets[i] : offsets[i] + sizes[i]``.
+
+    Attributes
+    ----------
+    m, sizes, offsets, n_total, dim : the group structure (``n_total = sum_i n_i``).
+    domain : the bound set ``W`` (``project``, ``linear_min``, ``center``, ``radius``).
+    smoothness, lipschitz : ``L`` and ``G`` of the per-sample losses on ``W`` (bounds).
+    loss_bound : a bound ``B`` on ``|l(w; xi)|`` over ``W`` (used by SMD's step size).
+    """
+
+    def __init__(self, *, sizes: np.ndarray, domain: _Set, dim: int, evaluate: Callable, smoothness: float,
+                 lipschitz: float, loss_bound: float, name: str, positions_to_user: np.ndarray | None = None,
+                 X: np.ndarray | None = None, y: np.ndarray | None = None, loss: str | None = None) -> None:
+        self.sizes = np.asarray(sizes, dtype=np.int64)
+        self.m = int(self.sizes.size)
+        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int64)
+        self.n_total = int(self.sizes.sum())
+        self.group_of = np.repeat(np.arange(self.m), self.sizes)
+        self.domain = domain
+        self.dim = int(dim)
+        self._evaluate = evaluate
+        self.smoothness = float(smoothness)
+        self.lipschitz = float(lipschitz)
+        self.loss_bound = float(loss_bound)
+        self.name = name
+        self.positions_to_user = positions_to_user
+        self.X, self.y, self.loss = X, y, loss
+
+    # ---------------------------------------------------------------------------------------- builders
+    @classmethod
+    def from_data(cls, X, y, groups, *, loss: str = "logistic", domain: Ball | Box | None = None) -> "GroupProblem":
+        """A problem from a design matrix, labels and group memberships.
+
+        Parameters
+        ----------
+        X : array (n, d), finite.
+        y : array (n,), finite; ``{-1, +1}`` or ``{0, 1}`` for ``logistic`` and ``smoothed_hinge``.
+        groups : either a label per sample (array of length n; each distinct label is a group, in sorted
+            order), or a sequence of ``m`` index arrays into ``0..n-1`` (a sample may be in several groups).
+        loss : one of :data:`LOSSES`: ``"logistic"``, ``"squared"``, ``"smoothed_hinge"``.
+        domain : :class:`Ball` or :class:`Box`; default ``Ball(5.0)`` (the spec's ``W = {||w|| <= 5}``).
+        """
+        if not isinstance(loss, str) or loss not in LOSSES:
+            raise InputError(f"loss must be one of {', '.join(LOSSES)}, got {loss!r}")
+        X = _as_matrix(X, "X")
+        n, d = X.shape
+        y = _as_vector(y, "y")
+        if y.shape[0] != n:
+            raise InputError(f"y has {y.shape[0]} labels but X has {n} rows")
+        fn, kind, curv, dbound = LOSSES[loss]
+        if kind == "binary":
+            vals = set(np.unique(y).tolist())
+            if vals <= {0.0, 1.0} and 0.0 in vals:
+                y = 2.0 * y - 1.0
+            elif not vals <= {-1.0, 1.0}:
+                raise InputError(f"y must hold labels in {{-1, +1}} or {{0, 1}} for the {loss} loss")
+        members = _members(groups, n)
+        order = np.concatenate(members)
+        sizes = np.array([len(g) for g in members])
+        dom = _bind_domain(domain, d)
+        Xs, ys = np.ascontiguousarray(X[order]), np.ascontiguousarray(y[order])
+
+        def evaluate(w: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            Xp = Xs[pos]
+            val, dv = fn(Xp @ w, ys[pos])
+            return val, dv[:, None] * Xp
+
+        xmax = float(np.sqrt((Xs * Xs).sum(1)).max()) if n else 0.0
+        smax = xmax * (float(np.linalg.norm(dom.center)) + dom.radius)  # max |<x, w>| over W
+        ymax = float(np.abs(ys).max()) if n else 0.0
+        deriv = dbound if dbound is not None else smax + ymax
+        bound = float(fn(np.array([-smax, smax]), np.array([1.0, 1.0]))[0].max()) if kind == "binary" else \
+            0.5 * (smax + ymax) ** 2
+        return cls(sizes=sizes, domain=dom, dim=d, evaluate=evaluate, smoothness=curv * xmax ** 2,
+                   lipschitz=deriv * xmax, loss_bound=bound, name=f"{loss} loss, {dom!r}", positions_to_user=order,
+                   X=Xs, y=ys, loss=loss)
+
+    @classmethod
+    def from_oracle(cls, oracle: Oracle, groups: Sequence, *, dim: int, n_samples: int, domain: Ball | Box,
+                    smoothness: float, lipschitz: float, loss_bound: float | None = None) -> "GroupProblem":
+        """A problem from a per-sample loss-and-gradient oracle.
+
+        ``oracle(w, idx)`` takes ``w`` (shape ``(dim,)``) and an integer array of sample indices and returns
+        ``(values, grads)`` of shapes ``(len(idx),)`` and ``(len(idx), dim)``. ``groups`` is a sequence of ``m``
+        index arrays into ``0..n_samples-1``. ``smoothness`` (L) and ``lipschitz`` (G) bound the per-sample
+        losses on ``W``; they set the default step sizes (Theorem 1's conditions). ``loss_bound`` (B,
+        default ``G * diameter``) bounds the loss values; only SMD's step uses it.
+        """
+        if not callable(oracle):
+            raise InputError("oracle must be callable as oracle(w, idx) -> (values, grads)")
+        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
+            raise InputError(f"dim must be a positive integer, got {dim!r}")
+        if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
+            raise InputError(f"n_samples must be a positive integer, got {n_samples!r}")
+        members = _members(groups, int(n_samples), labels_allowed=False)
+        order = np.concatenate(members)
+        dom = _bind_domain(domain, int(dim))
+        L = _positive(smoothness, "smoothness", allow_zero=True)
+        G = _positive(lipschitz, "lipschitz", allow_zero=True)
+        B = G * 2 * dom.radius if loss_bound is None else _positive(loss_bound, "loss_bound", allow_zero=True)
+        d = int(dim)
+
+        def evaluate(w: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            idx = order[pos]
+            out = oracle(w.copy(), idx)
+            if not isinstance(out, tuple) or len(out) != 2:
+                raise InputError("oracle must return a tuple (values, grads)")
+            val = np.asarray(out[0], dtype=float).reshape(-1)
+            grad = np.asarray(out[1], dtype=float)
+            if val.shape != (len(idx),) or grad.shape != (len(idx), d):
+                raise InputError(f"oracle returned shapes {val.shape} and {grad.shape}, expected "
+                                 f"({len(idx)},) and ({len(idx)}, {d})")
+            if not (np.all(np.isfinite(val)) and np.all(np.isfinite(grad))):
+                raise InputError("oracle returned non-finite values or gradients")
+            return val, grad
+
+        return cls(sizes=np.array([len(g) for g in members]), domain=dom, dim=d, evaluate=evaluate,
+                   smoothness=L, lipschitz=G, loss_bound=B, name=f"oracle, {dom!r}", positions_to_user=order)
+
+    # ------------------------------------------------------------------------------------------ oracles
+    def sample_eval(self, w: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per-sample values and gradients at ``w`` for sample positions ``pos``: ``len(pos)`` IFO."""
+        return self._evaluate(w, pos)
+
+    def full_eval(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Values and gradients of every sample at ``w`` (``n_total`` IFO)."""
+        return self._evaluate(w, np.arange(self.n_total))
+
+    def group_means(self, per_sample: np.ndarray) -> np.ndarray:
+        """Average a per-sample array (``(N,)`` or ``(N, d)``) within each group: ``R_i`` or ``grad R_i``."""
+        sums = np.add.reduceat(per_sample, self.offsets, axis=0)
+        return sums / (self.sizes if per_sample.ndim == 1 else self.sizes[:, None])
+
+    def risks(self, w: np.ndarray) -> np.ndarray:
+        """The empirical group risks ``(R_1(w), ..., R_m(w))`` (exact; for evaluation, not counted)."""
+        return self.group_means(self.full_eval(np.asarray(w, dtype=float))[0])
+
+    def risks_and_grads(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``R_i(w)`` and ``grad R_i(w)`` for every group (exact; for evaluation, not counted)."""
+        val, grad = self.full_eval(np.asarray(w, dtype=float))
+        return self.group_means(val), self.group_means(grad)
+
+    def max_risk(self, w: np.ndarray) -> float:
+        """``max_i R_i(w) = max_q phi(w, q)``."""
+        return float(self.risks(w).max())
+
+    def subproblem(self, i: int) -> "GroupProblem":
+        """Group ``i`` alone as a one-group problem (plain ERM over its samples), sharing the oracle."""
+        if not 0 <= i < self.m:
+            raise InputError(f"group index must be in 0..{self.m - 1}, got {i}")
+        start = int(self.offsets[i])
+        base = self._evaluate
+
+        def evaluate(w: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            return base(w, np.asarray(pos) + start)
+
+        return GroupProblem(sizes=self.sizes[i:i + 1], domain=self.domain, dim=self.dim, evaluate=evaluate,
+                            smoothness=self.smoothness, lipschitz=self.lipschitz, loss_bound=self.loss_bound,
+                            name=f"group {i} of {self.name}")
+
+    def __repr__(self) -> str:
+        return f"GroupProblem(m={self.m}, n_total={self.n_total}, dim={self.dim}, {self.name})"
+
+
+# ------------------------------------------------------------------------------------------ validation
+def _positive(value, name: str, allow_zero: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InputError(f"{name} must be a number, got {value!r}")
+    v = float(value)
+    if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+        raise InputError(f"{name} must be a finite {'non-negative' if allow_zero else 'positive'} number, "
+                         f"got {value!r}")
+    return v
+
+
+def _as_matrix(X, name: str) -> np.ndarray:
+    try:
+        A = np.asarray(X, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a numeric array") from None
+    if A.ndim != 2 or A.shape[0] == 0 or A.shape[1] == 0:
+        raise InputError(f"{name} must be a non-empty 2-D array (samples x features), got shape {A.shape}")
+    if not np.all(np.isfinite(A)):
+        raise InputError(f"{name} has non-finite entries (NaN or inf)")
+    return A
+
+
+def _as_vector(y, name: str) -> np.ndarray:
+    try:
+        v = np.asarray(y, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a numeric array") from None
+    if v.ndim != 1:
+        raise InputError(f"{name} must be 1-D, got shape {v.shape}")
+    if not np.all(np.isfinite(v)):
+        raise InputError(f"{name} has non-finite entries (NaN or inf)")
+    return v
+
+
+def _members(groups, n: int, labels_allowed: bool = True) -> list[np.ndarray]:
+    """Group memberships as a list of non-empty integer index arrays into ``0..n-1``."""
+    if groups is None:
+        raise InputError("groups is required: a label per sample or a list of index arrays")
+    if isinstance(groups, np.ndarray) and groups.ndim == 1 and groups.dtype != object:
+        if not labels_allowed:
+            raise InputError("groups must be a sequence of index arrays, one per group")
+        if groups.shape[0] != n:
+            raise InputError(f"groups has {groups.shape[0]} labels but there are {n} samples")
+        _, inv = np.unique(groups, return_inverse=True)
+        return [np.flatnonzero(inv == g) for g in range(int(inv.max()) + 1)]
+    if not isinstance(groups, (list, tuple, np.ndarray)) or len(groups) == 0:
+        raise InputError("groups must be a label array of length n or a non-empty sequence of index arrays")
+    first = groups[0]
+    if labels_allowed and np.ndim(first) == 0:  # a plain list of labels
+        return _members(np.asarray(groups), n)
+    out = []
+    for i, g in enumerate(groups):
+        try:
+            a = np.asarray(g)
+        except (TypeError, ValueError):
+            raise InputError(f"groups[{i}] must be an array of sample indices") from None
+        if a.size == 0:
+            raise InputError(f"groups[{i}] is empty", "every group needs at least one sample")
+        if a.ndim != 1 or not (np.issubdtype(a.dtype, np.integer)):
+            raise InputError(f"groups[{i}] must be a 1-D array of integer sample indices")
+        if a.min() < 0 or a.max() >= n:
+            raise InputError(f"groups[{i}] has indices outside 0..{n - 1}")
+        out.append(a.astype(np.int64))
+    return out
+
+
+def _bind_domain(domain, dim: int) -> _Set:
+    if domain is None:
+        domain = Ball(5.0)
+    if not isinstance(domain, (Ball, Box)):
+        raise InputError(f"domain must be a Ball or a Box, got {type(domain).__name__}")
+    return domain.bind(dim)
+
+
+__all__ = ["Ball", "Box", "GroupProblem", "LOSSES", "Oracle"]
