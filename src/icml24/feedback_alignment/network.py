@@ -222,8 +222,8 @@ class FeedbackNetwork(nn.Module):
                 raise InputError(f"feedback[{j}] must be a tensor, got {type(b).__name__}")
             if tuple(b.shape) != shape:
                 raise InputError(f"feedback[{j}] has shape {tuple(b.shape)}, expected {shape}",
-                                 "the shape of W^T" + (" with the output width as columns (DFA)"
-                                                       if self.rule.direct else ""))
+                                 "DFA: (in_features, output width)" if self.rule.direct
+                                 else "the shape of W^T: (in_features, out_features)")
             if not b.is_floating_point() or not bool(torch.isfinite(b).all()):
                 raise InputError(f"feedback[{j}] must be a finite floating-point tensor")
             out.append(b.detach().to(dtype=w.dtype, device=w.device).clone())
@@ -251,10 +251,10 @@ class FeedbackNetwork(nn.Module):
         return [getattr(self, f"feedback_{j}") for j in range(len(self._linears))]
 
     def feedback_matrix(self, j: int) -> Tensor:
-        """The matrix ``B_j`` layer ``j``'s backward pass uses now (detached); ``W_j^T`` for backprop."""
+        """A copy of the matrix ``B_j`` layer ``j``'s backward pass uses now; ``W_j^T`` for backprop."""
         if isinstance(j, bool) or not isinstance(j, int) or not -len(self._linears) <= j < len(self._linears):
             raise InputError(f"layer index must be an integer in 0..{len(self._linears) - 1}, got {j!r}")
-        return self._feedback(j % len(self._linears))
+        return self._feedback(j % len(self._linears)).clone()
 
     def _feedback(self, j: int) -> Tensor:
         m = getattr(self, f"feedback_{j}") if self.rule.draws else None

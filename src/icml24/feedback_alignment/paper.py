@@ -18,10 +18,9 @@ runs the same experiments longer and with more seeds on digits [deviation, state
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 import torch
@@ -30,6 +29,7 @@ from .. import registry
 from ..claims import Claim, Scale, finite
 from ..data import digits
 from ..runs import artifact_dir, save_figure
+from ..threads import single_thread
 from .diagnostics import AlignmentRecorder, alignment_angles, incoming_norms, layer_conserved_quantity, potential
 from .network import FeedbackNetwork, accuracy, align_init_, make_mlp, train
 
@@ -56,25 +56,13 @@ def _plotting() -> bool:
     return artifact_dir() is not None
 
 
-@contextlib.contextmanager
-def _one_thread() -> Iterator[None]:
-    """Run on one intra-op thread, restoring the previous count after.
-
-    These matrices are small (at most 1347 x 128): one thread is as fast as two on an idle machine, and on a
-    shared one two busy OpenMP threads per process slow full-batch steps down by 5-25x.
-    """
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
-
-
 def _single_threaded(fn: Callable[[Scale, int], dict[str, float]]) -> Callable[[Scale, int], dict[str, float]]:
+    """Run a claim on one thread (restored after): its matrices are small (at most 1347 x 128), one thread is
+    as fast as two on an idle machine, and on a shared one two busy threads slow full-batch steps 5-25x."""
+
     @functools.wraps(fn)
     def run(scale: Scale, seed: int) -> dict[str, float]:
-        with _one_thread():
+        with single_thread():
             return fn(scale, seed)
     return run
 

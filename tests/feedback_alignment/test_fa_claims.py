@@ -1,0 +1,44 @@
+"""Each paper claim at smoke scale, and its ``holds`` rejecting metrics that contradict it."""
+
+import math
+
+from icml24 import registry
+from icml24.feedback_alignment.paper import CONSERVATION, IMPLICIT_ALIGNMENT, METHOD, MULTICLASS
+from icml24.testing import check_claim
+
+
+def test_method_identity():
+    assert registry.get("feedback_alignment") is METHOD
+    assert METHOD.arxiv == "2306.01870" and METHOD.code is None
+    assert [c.name for c in METHOD.claims] == ["conservation", "implicit-alignment", "multiclass"]
+
+
+def test_conservation_claim():
+    check_claim(CONSERVATION, [
+        {"fa_drift_slope": 0.0},                 # drift does not shrink with the step: no conservation law
+        {"fa_neuron_drift_slope": 2.0},
+        {"bp_drift_slope": 0.3},                 # the reference law broken in the harness
+        {"fa_drift_to_motion_max": 0.5},         # the quantity moves as much as its parts
+        {"bp_drift_to_motion_max": 0.5},
+        {"tanh_fa_drift_slope": 1.0},            # tanh would obey the law: the harness cannot see violations
+        {"fa_drift_slope": math.nan},
+    ])
+
+
+def test_implicit_alignment_claim():
+    check_claim(IMPLICIT_ALIGNMENT, [
+        {"fa_final_z_min": 2.0},                 # alignment stays at chance
+        {"fa_init_z_max": 6.0},                  # did not start from chance
+        {"bp_final_z_max": 10.0},                # backprop aligned to B too: not FA's doing
+        {"rank_corr_min": 0.0},                  # alignment unrelated to the norm growth
+        {"rank_corr_min": math.nan},
+    ])
+
+
+def test_multiclass_claim():
+    check_claim(MULTICLASS, [
+        {"fa_gap_5c": 0.5},                      # gap does not grow from 5 to 10 classes
+        {"fa_gap_2c": 0.5},                      # nor from 2 to 5
+        {"aligned_fa_gap_10c": 1.0},             # better alignment does not help
+        {"fa_gap_10c": math.nan},
+    ])
