@@ -7,8 +7,9 @@ theory's worst-case constants are loose by different factors for different metho
 
 1. pilot runs to ``pilot`` IFO, scored by the duality gap of their output there: every value of the coarse
    grid :data:`GRID` (factor 4 apart), then the two neighbours of the best at factor 2, then at factor
-   sqrt(2) (ten pilots in all);
-2. full runs of the ``keep`` best values, best first, each stopped as soon as its gap reaches the target, or
+   sqrt(2) (eleven pilots in all);
+2. full runs of the ``keep`` best values (and up to ``extra`` more while none reaches the target), best
+   first, each stopped as soon as its gap reaches the target, or
    when it cannot beat the best IFO found so far, or when its gap exceeds ``diverge`` times its best gap.
 
 The gap is evaluated on a geometric IFO schedule (every ``resolution`` = 5 % of IFO, at least one pass), the
@@ -31,7 +32,7 @@ from .reference import duality_gap
 
 #: Coarse step factors relative to each method's theory step, shared by every method; :func:`tune` refines
 #: around the best of them by factors 2 and sqrt(2).
-GRID: tuple[float, ...] = (1.0, 4.0, 16.0, 64.0, 256.0, 1024.0)
+GRID: tuple[float, ...] = (0.25, 1.0, 4.0, 16.0, 64.0, 256.0, 1024.0)
 
 Runner = Callable[..., object]
 
@@ -137,7 +138,7 @@ class Tuned:
 
 
 def tune(problem: GroupProblem, method: str, *, targets: tuple[float, ...], max_ifo: int, pilot: int, seed: int,
-         grid: tuple[float, ...] = GRID, keep: int = 3) -> Tuned:
+         grid: tuple[float, ...] = GRID, keep: int = 3, extra: int = 2) -> Tuned:
     """IFO for ``method`` to reach ``min(targets)``, with ``gamma`` tuned on ``grid`` (see module doc)."""
     scores: dict[float, float] = {}
 
@@ -150,11 +151,14 @@ def tune(problem: GroupProblem, method: str, *, targets: tuple[float, ...], max_
     for factor in (2.0, math.sqrt(2.0)):
         g_best = min(scores, key=lambda g: (scores[g], -g))
         score((g_best / factor, g_best * factor))
-    order = sorted(scores, key=lambda g: (scores[g], -g))[:keep]
+    order = sorted(scores, key=lambda g: (scores[g], -g))
     runs: list[Run] = []
     best_ifo = math.inf
     smallest = min(targets)
-    for g in order:
+    for rank, g in enumerate(order):
+        # the `keep` best pilots, and further ones (up to `keep + extra`) while none has reached the target
+        if rank >= keep + extra or (rank >= keep and best_ifo < math.inf):
+            break
         run = measure(problem, method, g, targets=targets, max_ifo=max_ifo, seed=seed, horizon=max_ifo,
                       stop_ifo=best_ifo)
         runs.append(run)

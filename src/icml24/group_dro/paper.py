@@ -17,7 +17,6 @@ sampling seed is ``seed + 1``.
 
 from __future__ import annotations
 
-import contextlib
 import math
 
 import numpy as np
@@ -35,11 +34,9 @@ BASELINES = ("one_level_vr", "smd", "mirror_prox", "online_group_dro")
 
 def _single_thread():
     """One BLAS thread: these problems are tiny, and on a shared machine threads only add overhead."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - scikit-learn brings it
-        return contextlib.nullcontext()
-    return threadpool_limits(1)
+    from ..threads import single_thread
+
+    return single_thread()
 
 
 def _plot_curves(tuned: dict, N: int, title: str, name: str, target: float) -> None:
@@ -67,7 +64,7 @@ def _plot_curves(tuned: dict, N: int, title: str, name: str, target: float) -> N
 
 # ------------------------------------------------------------------------------- 1. every baseline
 def _run_baselines(scale: Scale, seed: int) -> dict[str, float]:
-    m, n, d = scale.pick(4, 16, 16), scale.pick(20, 100, 100), scale.pick(5, 20, 20)
+    m, n, d = scale.pick(4, 16, 16), scale.pick(40, 100, 100), scale.pick(10, 20, 20)
     target = scale.pick(1e-2, 1e-3, 1e-3)
     cap, pilot = scale.pick(300, 1000, 3000), scale.pick(10, 25, 25)
     with _single_thread():
@@ -96,7 +93,7 @@ def _holds_baselines(mt) -> bool:
 # ------------------------------------------------------------------------------------ 2. sqrt(m)
 def _run_sqrt_m(scale: Scale, seed: int) -> dict[str, float]:
     ms = scale.pick((2, 4, 8), (4, 8, 16, 32), (4, 8, 16, 32))
-    n, d = scale.pick(20, 100, 100), scale.pick(5, 20, 20)
+    n, d = scale.pick(40, 100, 100), scale.pick(10, 20, 20)
     target = scale.pick(1e-2, 1e-2, 1e-3)
     cap, pilot = scale.pick(200, 300, 1000), scale.pick(5, 10, 25)
     out: dict[str, float] = {"target": target}
@@ -159,8 +156,8 @@ def _holds_sqrt_m(mt) -> bool:
 
 # ------------------------------------------------------------------------------------- 3. ALEM
 def _run_alem(scale: Scale, seed: int) -> dict[str, float]:
-    m, n, d = scale.pick(3, 8, 16), scale.pick(20, 100, 100), scale.pick(5, 20, 20)
-    passes = scale.pick(40, 100, 200)
+    m, n, d = scale.pick(4, 8, 16), scale.pick(50, 100, 100), scale.pick(10, 20, 20)
+    passes = scale.pick(100, 100, 200)
     with _single_thread():
         p = synthetic_problem(m, n, d, seed=seed)
         budget = passes * p.n_total

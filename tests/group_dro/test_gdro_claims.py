@@ -1,0 +1,46 @@
+"""The paper's claims at SMOKE scale (icml24.testing.check_claim), and their holds() on contradictions.
+
+Findings recorded here (see the group_dro report): on the spec's synthetic logistic problem the one-level
+variance-reduced mirror prox (Alacaoglu-Malitsky) reaches a given duality gap with as few or fewer IFO
+than ALEG when both steps are tuned on the same grid, so ``beats-every-baseline`` and ``sqrt-m-advantage``
+do not hold at smoke (nor at quick) scale; ``alem-beats-smd-mero`` holds.
+"""
+
+import math
+
+from icml24 import registry
+from icml24.claims import Method
+from icml24.group_dro.paper import CLAIMS, METHOD
+from icml24.testing import check_claim
+
+BY_NAME = {c.name: c for c in CLAIMS}
+
+
+def test_method_is_registered():
+    assert isinstance(METHOD, Method) and METHOD.slug == "group_dro" and METHOD.arxiv == "2403.03562"
+    assert registry.get("group_dro") is METHOD
+    assert [c.name for c in METHOD.claims] == ["beats-every-baseline", "sqrt-m-advantage", "alem-beats-smd-mero"]
+
+
+def test_beats_every_baseline_claim():
+    claim = BY_NAME["beats-every-baseline"]
+    m = check_claim(claim, [{"ifo_aleg": math.inf}, {"ifo_one_level_vr": 1.0}, {"ifo_smd": 1.0},
+                            {"ifo_mirror_prox": 1.0}, {"ifo_online_group_dro": 1.0}], expect=False)
+    # the finding: the one-level VR method is the one ALEG does not beat; the non-VR methods it does
+    assert m["ifo_aleg"] < min(m["ifo_smd"], m["ifo_mirror_prox"])
+    assert m["ifo_one_level_vr"] <= m["ifo_aleg"]
+    ok = {**m, "ifo_aleg": 1.0, "ifo_best_baseline": 2.0}  # the holds() logic itself accepts a win
+    assert claim.judge(ok) is True
+
+
+def test_sqrt_m_claim():
+    claim = BY_NAME["sqrt-m-advantage"]
+    m = check_claim(claim, [{"slope": 0.0}, {"slope": 1.0}, {"slope": math.nan}, {"ratio_largest_m": 0.5}],
+                    expect=False)
+    assert claim.judge({**m, "slope": 0.5, "ratio_largest_m": 2.0}) is True
+    assert 0.0 <= m["theory_constants_slope"] < 0.25  # this problem's own constants predict little gain
+
+
+def test_alem_claim_holds():
+    check_claim(BY_NAME["alem-beats-smd-mero"], [{"excess_alem": 1.0, "excess_smd_mero": 0.5},
+                                                 {"excess_alem": math.nan}])
