@@ -18,8 +18,9 @@ def test_conservation_claim():
         {"fa_drift_slope": 0.0},                 # drift does not shrink with the step: no conservation law
         {"fa_neuron_drift_slope": 2.0},
         {"bp_drift_slope": 0.3},                 # the reference law broken in the harness
-        {"fa_drift_to_motion_max": 0.5},         # the quantity moves as much as its parts
-        {"bp_drift_to_motion_max": 0.5},
+        {"fa_drift_to_motion_at_eta_min": 0.5},  # the quantity moves as much as its parts
+        {"bp_drift_to_motion_at_eta_min": 0.5},
+        {"fa_motion_slope": 1.0},                # the weights themselves move only O(eta): nothing to conserve
         {"tanh_fa_drift_slope": 1.0},            # tanh would obey the law: the harness cannot see violations
         {"fa_drift_slope": math.nan},
     ])

@@ -58,7 +58,8 @@ def test_shared_layer_and_tanh_opt_in():
     ({"feedback": torch.zeros(4, 5)}, "feedback must be a sequence"),
     ({"rule": "backprop", "feedback": [torch.zeros(4, 5), torch.zeros(5, 2)]}, "has no fixed feedback"),
     ({"rule": "usf", "feedback": [torch.zeros(4, 5), torch.zeros(5, 2)]}, "has no fixed feedback"),
-    ({"rule": "dfa", "feedback": [torch.zeros(4, 5), torch.zeros(5, 3)]}, r"feedback\[0\] has shape \(4, 5\), expected \(4, 2\)"),
+    ({"rule": "dfa", "feedback": [torch.zeros(4, 5), torch.zeros(5, 3)]},
+     r"feedback\[0\] has shape \(4, 5\), expected \(4, 2\)"),
 ])
 def test_bad_constructor_arguments(kwargs, match):
     model = nn.Sequential(lin(4, 5), nn.ReLU(), lin(5, 2))

@@ -11,7 +11,8 @@ transposed forward weights in the backward pass (see :mod:`.rules` for the notat
   scales it by the Xavier std ``sqrt(2 / (fan_in + fan_out))``; we use the same per-layer scale ``s`` as
   the random feedback of FA (``feedback_std``, default ``1/sqrt(fan_in)``) so that all rules send errors
   of the same typical size [inferred].
-- frSF (same paper): fixed random magnitudes, ``B = |M| o sign(W)^T`` with ``M`` drawn once.
+- frSF (same paper): fixed random magnitudes, ``B = |M| o sign(W)^T`` with ``M`` drawn once (the network
+  stores ``|M|``).
 
 The batch-random-magnitude variant brSF (``M`` redrawn every step) is left out: it has no potential, so
 the conservation law does not apply, and the issue does not ask for it.
@@ -43,7 +44,7 @@ def _dfa_feedback(w: Tensor, m: Optional[Tensor], scale: float) -> Tensor:
 
 
 def _usf_feedback(w: Tensor, m: Optional[Tensor], scale: float) -> Tensor:
-    return scale * torch.sign(w).T
+    return torch.sign(w).mul_(scale).T
 
 
 def _usf_potential(w: Tensor, m: Optional[Tensor], scale: float) -> Tensor:
@@ -51,8 +52,8 @@ def _usf_potential(w: Tensor, m: Optional[Tensor], scale: float) -> Tensor:
 
 
 def _frsf_feedback(w: Tensor, m: Optional[Tensor], scale: float) -> Tensor:
-    assert m is not None
-    return m.abs() * torch.sign(w).T
+    assert m is not None  # FeedbackNetwork stores the magnitudes |M| (non-negative) for frSF
+    return torch.sign(w).T.mul_(m)
 
 
 def _frsf_potential(w: Tensor, m: Optional[Tensor], scale: float) -> Tensor:

@@ -5,7 +5,7 @@ alignment is conserved"). Under gradient flow ``dW/dt = -sum_n e h^T`` with FA's
 ``e_l = (B_{l+1} e_{l+1}) o sigma'(z_l)`` and a positively homogeneous ``sigma`` (``sigma'(z) z = sigma(z)``),
 for every hidden neuron ``k`` of layer ``l``
 
-    d/dt [1/2 ||W_l[k,:]||^2 + 1/2 b_l[k]^2]  =  -sum_n (B_{l+1} e_{l+1})_k h_{l,k}  =  d/dt <B_{l+1}[k,:], W_{l+1}[:,k]>
+    d/dt [1/2 ||W_l[k,:]||^2 + 1/2 b_l[k]^2] = -sum_n (B_{l+1} e_{l+1})_k h_{l,k} = d/dt <B_{l+1}[k,:], W_{l+1}[:,k]>
 
 (the bias counts as a weight on a constant input), so ``C_{l,k} = 1/2 ||W_l[k,:]||^2 + 1/2 b_l[k]^2 -
 <B_{l+1}[k,:], W_{l+1}[:,k]>`` is constant, and layer-wise ``C_l = 1/2 ||W_l||^2 + 1/2 ||b_l||^2 -

@@ -205,6 +205,8 @@ class FeedbackNetwork(nn.Module):
                              "its feedback follows the weights; use rule='fa', 'dfa' or 'frsf'")
         if self.rule.draws:
             mats = self._check_feedback(feedback, shapes) if feedback is not None else self._draw(shapes)
+            if self.rule is FRSF:  # only the magnitudes matter: store |M| once
+                mats = [m.abs() for m in mats]
             for j, m in enumerate(mats):
                 self.register_buffer(f"feedback_{j}", m)
 
@@ -245,7 +247,7 @@ class FeedbackNetwork(nn.Module):
 
     @property
     def fixed_feedback(self) -> Optional[list[Tensor]]:
-        """The fixed random matrices (FA, DFA: the feedback itself; frSF: the magnitudes), else None."""
+        """The fixed random matrices (FA, DFA: the feedback itself; frSF: the magnitudes ``|M|``), else None."""
         if not self.rule.draws:
             return None
         return [getattr(self, f"feedback_{j}") for j in range(len(self._linears))]
