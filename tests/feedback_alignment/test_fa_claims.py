@@ -43,3 +43,11 @@ def test_multiclass_claim():
         {"aligned_fa_gap_10c": 1.0},             # better alignment does not help
         {"fa_gap_10c": math.nan},
     ])
+
+
+def test_claims_save_their_plot_inside_a_run(tmp_path):
+    from icml24.runs import artifacts_to
+
+    with artifacts_to(tmp_path):
+        IMPLICIT_ALIGNMENT.measure("smoke", 1)
+    assert (tmp_path / "feedback_alignment-implicit-alignment.png").stat().st_size > 1000

@@ -19,6 +19,7 @@ runs the same experiments longer and with more seeds on digits [deviation, state
 from __future__ import annotations
 
 import functools
+import logging
 import math
 from typing import Callable, Mapping
 
@@ -34,6 +35,13 @@ from .diagnostics import AlignmentRecorder, alignment_angles, incoming_norms, la
 from .network import FeedbackNetwork, accuracy, align_init_, make_mlp, train
 
 SLUG = "feedback_alignment"
+log = logging.getLogger(__name__)
+
+
+def _say_what_paper_scale_lacks(scale: Scale) -> None:
+    if scale is Scale.PAPER:
+        log.warning("feedback_alignment at paper scale: the paper's MNIST, CIFAR-100 and Tiny-ImageNet are not "
+                    "available offline; running the same experiment on digits, longer and with more seeds")
 
 
 def _slope(xs, ys) -> float:
@@ -62,6 +70,7 @@ def _single_threaded(fn: Callable[[Scale, int], dict[str, float]]) -> Callable[[
 
     @functools.wraps(fn)
     def run(scale: Scale, seed: int) -> dict[str, float]:
+        _say_what_paper_scale_lacks(scale)
         with single_thread():
             return fn(scale, seed)
     return run
