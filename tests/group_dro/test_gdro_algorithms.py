@@ -176,3 +176,13 @@ def test_smd_mero_runs_within_budget(small):
     res = smd_mero(small, max_ifo=B, seed=0)
     assert B <= res.ifo <= B + small.n_total
     assert res.info["stage1_ifo"] <= B // 2 + small.n_total
+
+
+def test_aleg_on_imbalanced_groups_matches_the_reference():
+    p = synthetic_problem(4, (10, 60), 5, seed=11)  # the spec's imbalanced arm, n_i drawn in [10, 60]
+    assert len(set(p.sizes.tolist())) > 1
+    ref = minimax_reference(p)
+    res = aleg(p, epochs=200, gamma=64.0, seed=0)
+    assert res.info["inner"] == int(np.ceil(p.n_total / p.m))
+    gap = duality_gap(p, res.w, res.q)
+    assert gap < 1e-2 and p.max_risk(res.w) - ref.value <= gap + 1e-9

@@ -1,11 +1,11 @@
 """ALEG (Algorithm 1) and ALEM (Algorithm 2) of Yu, Cai, Jiang and Zhang, ICML 2024 (arXiv 2403.03562).
 
 ALEG solves empirical GDRO, ``min_{w in W} max_{q in Delta_m} sum_i q_i R_i(w)``, with a double-loop,
-variance-reduced mirror prox (the Bregman variant of Alacaoglu and Malitsky 2022, Algorithm 2) in which
+variance-reduced mirror prox (the Bregman variant of Alacaoglu and Malitsky 2022) in which
 
 * the stochastic operator draws **one sample from every group** (``j_i ~ Unif[n_i]`` for all ``i``, cost
   ``m``), which keeps its Lipschitz constant ``O(L + G)`` instead of the one-level estimator's ``m``-fold
-  larger q-block constant (Section 4.1): :func:`group_sampled_operator`;
+  larger q-block constant: :func:`group_sampled_operator`;
 * **variance reduction is done for all groups** against a snapshot ``z_bar`` whose full operator ``F(z_bar)``
   is computed once per epoch (``N = sum_i n_i`` IFO): ``v = F(z_bar) + F_xi(z) - F_xi(z_bar)`` with the same
   ``j_i`` in both terms: :func:`vr_operator`;
@@ -26,6 +26,10 @@ ALEM solves empirical MERO, ``min_w max_i [R_i(w) - R_i^*]``, in two stages: (1)
 
 Remaining guesses ([inferred]; the PDF's Algorithms 1 and 2 could not be read verbatim here):
 
+* the distance-generating function ``||w - c||^2 / (2 D^2) + entropy(q) / ln m`` with ``c`` and ``D`` the centre
+  and radius of W (:mod:`~icml24.group_dro.mirror`), and the derived constant ``L_F`` of the default step;
+* IFO accounting: the snapshot's per-sample values and gradients are stored during its full pass, so an
+  inner step costs ``m`` IFO (not ``2m``); the one-level baseline is counted the same way;
 * the defaults ``K = ceil(n_bar)`` inner steps and ``alpha = 1 - 1/K`` (Alacaoglu and Malitsky's choice
   ``p = 1/K``; with it one epoch's inner loop costs about one full pass);
 * the constant default step ``eta = gamma * sqrt(1 - alpha) / L_F`` with ``gamma = 0.99`` and ``L_F`` the
@@ -66,7 +70,7 @@ def group_sampled_operator(problem: GroupProblem, w: np.ndarray, q: np.ndarray,
                            pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The group-sampled estimator ``F_xi`` with one sample per group at positions ``pos`` (``m`` IFO):
     ``(sum_i q_i grad l(w; xi_{i j_i}), -(l(w; xi_{i j_i}))_i)``. Unbiased for ``F`` when every ``j_i`` is
-    uniform in its group (Section 4.1)."""
+    uniform in its group."""
     val, grad = problem.sample_eval(w, pos)
     return q @ grad, -val
 
@@ -130,7 +134,7 @@ def aleg(problem: GroupProblem, *, epochs: int | None = None, max_ifo: int | Non
     max_ifo : stop at the first epoch boundary where this many per-sample gradients have been used.
     inner : inner-loop length ``K`` (default ``ceil(n_bar)``, [inferred]).
     alpha : anchor weight in ``[0, 1)`` (default ``1 - 1/K``, [inferred]).
-    gamma : step factor: ``eta = gamma * sqrt(1 - alpha) / L_F`` (Theorem 1 needs ``gamma < 1``; larger values
+    gamma : step factor: ``eta = gamma * sqrt(1 - alpha) / L_F`` (the convergence analysis needs ``gamma < 1``; larger
         leave the theory, and the claims tune it on a grid shared by every method).
     steps : optional non-constant steps ``eta_0 .. eta_{K-1}`` used in every epoch (overrides ``gamma``).
     w0 : starting point (default the centre of W); q starts uniform.
@@ -175,7 +179,7 @@ def _aleg(problem: GroupProblem, rng: np.random.Generator, *, epochs, max_ifo, i
     out_w, out_q, out_eta = np.zeros_like(w), np.zeros(m), 0.0
     ifo, s = ifo0, 0
     while (epochs is None or s < epochs) and not budget.exhausted(ifo):
-        snap = Snapshot(problem, snap_w, snap_q, offsets)  # line 3: full operator at the snapshot
+        snap = Snapshot(problem, snap_w, snap_q, offsets)  # the snapshot's full operator F(z_bar)
         ifo += N
         draws = draw_group_samples(problem, rng, K)
         ws, lqs = np.empty((K, problem.dim)), np.empty((K, m))
@@ -184,10 +188,10 @@ def _aleg(problem: GroupProblem, rng: np.random.Generator, *, epochs, max_ifo, i
             eta = etas[k]
             base_w = alpha * w + (1.0 - alpha) * hat_w
             base_lq = alpha * lq + (1.0 - alpha) * hat_lq
-            w_half, lq_half = geo.step(base_w, base_lq, snap.F_w, snap.F_q, eta)  # extrapolation (line 6)
+            w_half, lq_half = geo.step(base_w, base_lq, snap.F_w, snap.F_q, eta)  # extrapolation with F(z_bar)
             q_half = np.exp(lq_half)
-            g_w, g_q = vr_operator(problem, snap, w_half, q_half, draws[k])  # line 7
-            w, lq = geo.step(base_w, base_lq, g_w, g_q, eta)  # update (line 8)
+            g_w, g_q = vr_operator(problem, snap, w_half, q_half, draws[k])  # variance-reduced estimate
+            w, lq = geo.step(base_w, base_lq, g_w, g_q, eta)  # update
             ws[k], lqs[k] = w, lq
             out_w += eta * w_half
             out_q += eta * q_half

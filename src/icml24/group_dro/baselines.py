@@ -1,15 +1,14 @@
 """The peers ALEG and ALEM are compared with, on the same problems, setup and IFO accounting.
 
-* :func:`smd`: stochastic mirror descent for GDRO (Nemirovski et al. 2009, Section 3; Zhang et al. NeurIPS
-  2023, Algorithm 1): one sample per group per step (``m`` IFO), steps ``eta_t = gamma sqrt(2 Omega) /
+* :func:`smd`: stochastic mirror descent for GDRO (Nemirovski et al. 2009; Zhang et al. NeurIPS 2023): one sample per group per step (``m`` IFO), steps ``eta_t = gamma sqrt(2 Omega) /
   (M sqrt(t + 1))`` (the anytime form of the robust SA step; ``Omega = 3/2`` is the range of the
   distance-generating function, ``M^2 = D^2 G^2 + ln m B^2`` bounds the estimator's dual norm), output the
   step-weighted average. ``O(m ln m / eps^2)`` samples; no use of the finite sum.
-* :func:`one_level_vr`: the variance-reduced mirror prox of Alacaoglu and Malitsky (COLT 2022, Algorithm 2,
-  Bregman double loop) applied to the *one-level* finite sum: each inner step draws a single ``(i, j)``
+* :func:`one_level_vr`: the variance-reduced mirror prox of Alacaoglu and Malitsky (COLT 2022, the Bregman
+  double-loop variant) applied to the *one-level* finite sum: each inner step draws a single ``(i, j)``
   (``i ~ Unif[m]``, ``j ~ Unif[n_i]``) and weights it by ``m``; inner length ``K = N``, ``alpha = 1 - 1/K``,
   ``tau = gamma sqrt(1 - alpha) / L_one``. Its estimator's q-block is ``m``-fold larger, the reason ALEG wins
-  by ``sqrt(m)`` (Section 4.1). Snapshot: the average of ``z_1..z_K``; mirror snapshot: its dual average.
+  by ``sqrt(m)`` in the paper's analysis. Snapshot: the average of ``z_1..z_K``; mirror snapshot: its dual average.
 * :func:`mirror_prox`: deterministic mirror prox (Nemirovski 2004), two full passes per step (``2N`` IFO),
   ``eta = gamma / L_F``, output the average of the extrapolated points.
 * :func:`online_group_dro`: the online GroupDRO of Sagawa et al. (ICLR 2020, Algorithm 1) with one sample of

@@ -1,12 +1,12 @@
 """The mirror-descent setup shared by ALEG, ALEM and every baseline, and the run bookkeeping.
 
-Setup (Yu et al. 2024, Section 3; Nemirovski et al. 2009, Section 3.2): the w-block carries the Euclidean
+Setup (Yu et al. 2024; Nemirovski et al. 2009, the standard setup for simplex-constrained saddle points): the w-block carries the Euclidean
 distance-generating function ``||w - c||^2 / (2 D^2)`` (``c`` the centre of ``W``, ``D`` its radius), the
 q-block the negative entropy divided by ``ln m``. Their sum is 1-strongly convex in the norm
 ``||z||^2 = ||w||^2 / D^2 + ||q||_1^2 / ln m``, whose dual is ``||g||_*^2 = D^2 ||g_w||^2 + ln m ||g_q||_inf^2``.
 Both blocks then have unit "diameter", as in the paper's analysis.
 
-The anchored prox step of Algorithm 1 (ALEG, lines 6 and 8),
+The anchored prox step of Algorithm 1 (ALEG; both its extrapolation and its update),
 
     z' = argmin_z  eta <g, z> + alpha B(z, z_k) + (1 - alpha) B(z, z_hat),
 
@@ -77,7 +77,7 @@ class Geometry:
 
     def lipschitz_one_level(self) -> float:
         """Mean-square Lipschitz constant of the one-level estimator (one sample (i, j), weighted by m):
-        the q-block term grows like m^2 and the w-block like m (Section 4.1's comparison)."""
+        the q-block term grows like m^2 and the w-block like m (the paper's comparison)."""
         L, G, m = self.problem.smoothness, self.problem.lipschitz, self.m
         return self.D * math.sqrt(max(2 * m * self.D2 * L * L + m * m * G * G * self.lnm,
                                       2 * m * G * G * self.lnm, 1e-300))

@@ -7,7 +7,7 @@ same grid (:func:`~icml24.group_dro.compare.tune`); the problem's data seed is `
 sampling seed is ``seed + 1``.
 
 1. ``beats-every-baseline``: ALEG reaches duality gap 1e-3 with fewer IFO than each of SMD, the one-level
-   variance-reduced mirror prox, deterministic mirror prox and online GroupDRO (abstract; Table 1).
+   variance-reduced mirror prox, deterministic mirror prox and online GroupDRO (abstract).
 2. ``sqrt-m-advantage``: the IFO ratio one-level / ALEG grows like ``sqrt(m)`` (abstract: "outperforms the
    state-of-the-art method by a factor of sqrt(m)"): the fitted log-log slope over ``m in {4, 8, 16, 32}``
    lies within 0.25 of 0.5, i.e. closer to the prediction than to "no gain" (0) or "linear gain" (1).

@@ -1,6 +1,6 @@
 """Empirical group DRO problems: data split into groups, a convex per-sample loss, a convex compact set.
 
-The problem of Yu, Cai, Jiang and Zhang (ICML 2024, arXiv 2403.03562), eq. (2) and (3):
+The problem of Yu, Cai, Jiang and Zhang (ICML 2024, arXiv 2403.03562):
 
     min_{w in W} max_{q in Delta_m}  phi(w, q) = sum_i q_i R_i(w),     R_i(w) = (1/n_i) sum_j l(w; xi_ij),
 
@@ -10,7 +10,7 @@ built either from data (``X, y, groups`` and a loss of :data:`LOSSES`) or from a
 oracle. Algorithms call :meth:`GroupProblem.sample_eval` and count every per-sample gradient evaluation
 (IFO, the paper's currency); the exact risks :meth:`GroupProblem.risks` are for evaluation only.
 
-Assumptions of the paper's analysis (Assumptions 1-3; checked where checkable): ``W`` convex and compact,
+Assumptions of the paper's analysis (checked where checkable): ``W`` convex and compact,
 ``l(.; xi)`` convex, ``G``-Lipschitz and ``L``-smooth on ``W``. For the built-in losses ``G`` and ``L``
 are computed from the data (:attr:`GroupProblem.lipschitz`, :attr:`GroupProblem.smoothness`); an oracle
 problem must state them.
@@ -271,7 +271,7 @@ class GroupProblem:
         ``oracle(w, idx)`` takes ``w`` (shape ``(dim,)``) and an integer array of sample indices and returns
         ``(values, grads)`` of shapes ``(len(idx),)`` and ``(len(idx), dim)``. ``groups`` is a sequence of ``m``
         index arrays into ``0..n_samples-1``. ``smoothness`` (L) and ``lipschitz`` (G) bound the per-sample
-        losses on ``W``; they set the default step sizes (Theorem 1's conditions). ``loss_bound`` (B,
+        losses on ``W``; they set the default step sizes (the convergence analysis' conditions). ``loss_bound`` (B,
         default ``G * diameter``) bounds the loss values; only SMD's step uses it.
         """
         if not callable(oracle):
