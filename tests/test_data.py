@@ -184,3 +184,17 @@ def test_csbm_is_learnable_only_when_it_carries_signal():
     acc_easy, acc_hard = _gcn_test_accuracy(easy), _gcn_test_accuracy(hard)
     assert acc_easy > 0.85, acc_easy  # chance is 0.25
     assert abs(acc_hard - 1.0 / c) < 0.08, acc_hard
+
+
+def test_csbm_bag_of_words_features():
+    g = csbm(600, n_classes=3, n_features=90, features="bow", words_per_node=12, snr=1.0, seed=2)
+    assert set(torch.unique(g.x).tolist()) <= {0.0, 1.0}
+    assert bool((g.x.sum(1) >= 1).all()) and bool((g.x.sum(1) <= 12).all())
+    block = 90 // 3
+    own = torch.stack([g.x[i, g.y[i] * block:(g.y[i] + 1) * block].sum() for i in range(600)])
+    assert float(own.sum() / g.x.sum()) > 0.5  # with snr = 1 half the draws hit the own topic, plus chance
+    noise = csbm(600, n_classes=3, n_features=90, features="bow", words_per_node=12, snr=0.0, seed=2)
+    own0 = torch.stack([noise.x[i, noise.y[i] * block:(noise.y[i] + 1) * block].sum() for i in range(600)])
+    assert abs(float(own0.sum() / noise.x.sum()) - 1 / 3) < 0.03
+    with pytest.raises(InputError, match="features"):
+        csbm(features="images")

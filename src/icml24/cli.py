@@ -36,7 +36,8 @@ def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="icml24", description="Nineteen ICML 2024 systems and executable checks of their claims.",
                 parents=[common])
     p.add_argument("--version", action="version", version=f"icml24 {__version__}")
-    sub = p.add_subparsers(dest="command", parser_class=_Parser, metavar="{list,verify,report,bench}")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser,
+                           metavar="{list,verify,report,bench,seed-gnn}")
 
     ls = sub.add_parser("list", parents=[common], help="the nineteen methods, their papers and claims")
     ls.add_argument("--runs", default="runs", help="folder of run directories to read the last results from")
@@ -56,6 +57,19 @@ def _parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", parents=[common], help="run benchmarks/<slug>.py and print its ratios")
     b.add_argument("slug")
     b.add_argument("bench_args", nargs=argparse.REMAINDER, help="arguments passed to the benchmark")
+
+    sg = sub.add_parser("seed-gnn", parents=[common], help="SEED-GNN sequential GNN editing")
+    sg_sub = sg.add_subparsers(dest="verb", parser_class=_Parser, metavar="{edit}")
+    e = sg_sub.add_parser("edit", parents=[common], help="edit the paper's targets one after another")
+    e.add_argument("--data", default="auto", choices=["auto", "cora", "csbm"],
+                   help="cora (data root), csbm (synthetic), auto (cora when present)")
+    e.add_argument("--model", default="gcn", choices=["gcn", "sage", "gin"])
+    e.add_argument("--editor", default="seed", choices=["seed", "egnn", "finetune"])
+    e.add_argument("--edits", type=int, default=50, help="number of sequential edits (default 50)")
+    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--official-quirk", action="store_true", help="reproduce the official neighbour-index bug")
+    e.add_argument("--save-state", default=None, metavar="PATH", help="save the editor state here")
+    e.add_argument("--out", default="runs", help="folder for the run directory (default runs/)")
     return p
 
 
@@ -149,7 +163,18 @@ def _cmd_bench(args) -> int:
     return subprocess.call([sys.executable, str(script), *args.bench_args], env=env)
 
 
-COMMANDS = {"list": _cmd_list, "verify": _cmd_verify, "report": _cmd_report, "bench": _cmd_bench}
+def _cmd_seed_gnn(args) -> int:
+    if args.verb != "edit":
+        raise InputError("seed-gnn needs a verb", "try 'icml24 seed-gnn edit --help'")
+    if args.edits < 1 or args.seed < 0:
+        raise InputError("--edits must be >= 1 and --seed >= 0")
+    from .seed_gnn.cli import edit_command
+
+    return edit_command(args)
+
+
+COMMANDS = {"list": _cmd_list, "verify": _cmd_verify, "report": _cmd_report, "bench": _cmd_bench,
+            "seed-gnn": _cmd_seed_gnn}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

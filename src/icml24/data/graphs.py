@@ -21,7 +21,7 @@ def _count(value: int | float, n: int, name: str) -> int:
 
 def csbm(n_nodes: int = 1000, *, n_classes: int = 3, avg_degree: float = 6.0, homophily: float = 0.8,
          snr: float = 1.0, n_features: int = 32, num_train_per_class: int = 20, num_val: int | float = 0.2,
-         num_test: int | float = 0.4, seed: int = 0) -> Data:
+         num_test: int | float = 0.4, features: str = "gaussian", words_per_node: int = 20, seed: int = 0) -> Data:
     """A contextual stochastic block model node-classification graph (Deshpande et al., NeurIPS 2018).
 
     Classes are balanced. Undirected edges: ``round(n_nodes * avg_degree / 2)`` distinct pairs, of which a
@@ -31,11 +31,17 @@ def csbm(n_nodes: int = 1000, *, n_classes: int = 3, avg_degree: float = 6.0, ho
     orthonormal class directions ``u_c`` (random unit vectors when ``n_classes > n_features``), so two class
     means are ``snr * sqrt(2)`` apart in units of the noise; ``snr = 0`` makes features independent of labels.
 
+    With ``features="bow"`` the features are instead binary bags of words, like Cora's: the vocabulary of
+    ``n_features`` words is cut into one topic block per class, and each node draws ``words_per_node`` words,
+    each from its class's block with probability ``snr / (1 + snr)`` and uniformly from the vocabulary
+    otherwise (so ``snr = 0`` again carries no label information).
+
     Split: ``num_train_per_class`` training nodes per class, then ``num_val`` and ``num_test`` nodes (ints are
     counts, floats in [0, 1) fractions of ``n_nodes``), drawn with ``seed``.
 
     Returns a ``Data`` with ``x``, ``y``, ``edge_index`` (both directions, no self-loops, no duplicates),
-    ``train_mask``, ``val_mask``, ``test_mask``, ``num_classes``, and ``class_means`` (the ground truth).
+    ``train_mask``, ``val_mask``, ``test_mask``, ``num_classes``, and ``class_means`` (the ground truth:
+    class means for Gaussian features, the 0/1 topic blocks for bag-of-words).
     """
     check_seed(seed)
     for name, v, lo in (("n_nodes", n_nodes, 2), ("n_classes", n_classes, 2), ("n_features", n_features, 1),
@@ -50,6 +56,11 @@ def csbm(n_nodes: int = 1000, *, n_classes: int = 3, avg_degree: float = 6.0, ho
         raise InputError(f"homophily must be in [0, 1], got {homophily!r}")
     if not math.isfinite(snr) or snr < 0:
         raise InputError(f"snr must be finite and >= 0, got {snr!r}")
+    if features not in ("gaussian", "bow"):
+        raise InputError(f"features must be 'gaussian' or 'bow', got {features!r}")
+    if features == "bow" and (isinstance(words_per_node, bool) or not isinstance(words_per_node, int)
+                              or words_per_node < 1 or n_features < n_classes):
+        raise InputError("bag-of-words features need words_per_node >= 1 and n_features >= n_classes")
     n_val, n_test = _count(num_val, n_nodes, "num_val"), _count(num_test, n_nodes, "num_test")
     if num_train_per_class * n_classes + n_val + n_test > n_nodes:
         raise InputError(f"split sizes ({num_train_per_class}x{n_classes} train + {n_val} val + {n_test} test) "
@@ -73,10 +84,23 @@ def csbm(n_nodes: int = 1000, *, n_classes: int = 3, avg_degree: float = 6.0, ho
     pairs = np.concatenate([intra, inter]) if n_edges else np.zeros((0, 2), dtype=np.int64)
     edge_index = to_undirected(torch.from_numpy(pairs.T.copy()).long(), num_nodes=n_nodes)
 
-    g = rng.standard_normal((n_features, n_classes))
-    dirs = np.linalg.qr(g)[0].T[:n_classes] if n_classes <= n_features else (g / np.linalg.norm(g, axis=0)).T
-    means = snr * dirs
-    x = means[y] + rng.standard_normal((n_nodes, n_features))
+    if features == "gaussian":
+        g = rng.standard_normal((n_features, n_classes))
+        dirs = np.linalg.qr(g)[0].T[:n_classes] if n_classes <= n_features else (g / np.linalg.norm(g, axis=0)).T
+        means = snr * dirs
+        x = means[y] + rng.standard_normal((n_nodes, n_features))
+    else:
+        block = n_features // n_classes
+        p_topic = snr / (1.0 + snr)
+        from_topic = rng.random((n_nodes, words_per_node)) < p_topic
+        topic_word = y[:, None] * block + rng.integers(0, block, size=(n_nodes, words_per_node))
+        any_word = rng.integers(0, n_features, size=(n_nodes, words_per_node))
+        words = np.where(from_topic, topic_word, any_word)
+        x = np.zeros((n_nodes, n_features))
+        np.put_along_axis(x, words, 1.0, axis=1)
+        means = np.zeros((n_classes, n_features))
+        for c in range(n_classes):  # expected word-presence rates would need inclusion-exclusion; keep topics
+            means[c, c * block:(c + 1) * block] = 1.0
 
     train = np.zeros(n_nodes, dtype=bool)
     for m in members:

@@ -1,0 +1,8 @@
+"""SEED-GNN sequential GNN editing (Zhong et al., ICML 2024), with EGNN and fine-tuning as peers."""
+
+from .baselines import EGNNEditor, FineTuneEditor
+from .editor import EditRecord, GnnMlpEditor, SeedGNNEditor, SequentialEditor, summarize
+from .protocol import load_graph, make_editor, pretrained, run_editors, select_targets
+
+__all__ = ["SeedGNNEditor", "EGNNEditor", "FineTuneEditor", "GnnMlpEditor", "SequentialEditor", "EditRecord",
+           "summarize", "load_graph", "pretrained", "select_targets", "make_editor", "run_editors"]
