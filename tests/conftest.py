@@ -17,6 +17,12 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+# Small tensors and shared two-core machines: torch's thread pool costs more than it gives (up to 20x slower
+# under load), so the suite runs single-threaded.
+import torch  # noqa: E402
+
+torch.set_num_threads(1)
+
 
 @pytest.fixture
 def data_root() -> Path:

@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
                 parents=[common])
     p.add_argument("--version", action="version", version=f"icml24 {__version__}")
     sub = p.add_subparsers(dest="command", parser_class=_Parser,
-                           metavar="{list,verify,report,bench,seed-gnn}")
+                           metavar="{list,verify,report,bench,seed-gnn,dera}")
 
     ls = sub.add_parser("list", parents=[common], help="the nineteen methods, their papers and claims")
     ls.add_argument("--runs", default="runs", help="folder of run directories to read the last results from")
@@ -70,6 +70,22 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--official-quirk", action="store_true", help="reproduce the official neighbour-index bug")
     e.add_argument("--save-state", default=None, metavar="PATH", help="save the editor state here")
     e.add_argument("--out", default="runs", help="folder for the run directory (default runs/)")
+
+    dr = sub.add_parser("dera", parents=[common], help="DeRa decoding-time realignment")
+    dr_sub = dr.add_subparsers(dest="verb", parser_class=_Parser, metavar="{generate}")
+    g = dr_sub.add_parser("generate", parents=[common], help="decode with DeRa at a chosen lambda")
+    g.add_argument("--lambda", dest="lam", type=float, required=True,
+                   help="0 = reference, 1 = aligned model, > 1 extrapolates")
+    g.add_argument("--prompt", required=True)
+    g.add_argument("--aligned", default=None, help="local HF folder of the aligned model (default: trained pair)")
+    g.add_argument("--ref", default=None, help="local HF folder of its reference model")
+    g.add_argument("--samples", type=int, default=4, help="number of samples (1 = greedy unless --sample)")
+    g.add_argument("--sample", action="store_true", help="sample even for one output")
+    g.add_argument("--max-new-tokens", type=int, default=64)
+    g.add_argument("--temperature", type=float, default=1.0)
+    g.add_argument("--top-k", type=int, default=0)
+    g.add_argument("--top-p", type=float, default=1.0)
+    g.add_argument("--seed", type=int, default=0)
     return p
 
 
@@ -173,8 +189,16 @@ def _cmd_seed_gnn(args) -> int:
     return edit_command(args)
 
 
+def _cmd_dera(args) -> int:
+    if args.verb != "generate":
+        raise InputError("dera needs a verb", "try 'icml24 dera generate --help'")
+    from .dera.cli import generate_command
+
+    return generate_command(args)
+
+
 COMMANDS = {"list": _cmd_list, "verify": _cmd_verify, "report": _cmd_report, "bench": _cmd_bench,
-            "seed-gnn": _cmd_seed_gnn}
+            "seed-gnn": _cmd_seed_gnn, "dera": _cmd_dera}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,103 @@
+"""``icml24 dera generate``: decode with DeRa from a pair of local models, or from the pair the ground trains.
+
+Without ``--aligned``/``--ref`` the command uses the enumerable-language pair (an SFT GPT-2 and its copy aligned
+to the symbol reward at beta = 1), trained on first use in about 20 seconds and cached under the icml24 cache
+folder (``save_pretrained``, safetensors). With them, any pair of local Hugging Face causal-LM folders with a
+shared tokenizer works (``local_files_only``: nothing is downloaded).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from pathlib import Path
+
+import torch
+
+from ..data import cache_dir
+from ..errors import InputError
+from ..threads import single_thread
+
+log = logging.getLogger(__name__)
+
+
+def default_pair(seed: int = 0):
+    """(aligned, ref, language) for the enumerable language, trained once and cached."""
+    from transformers import AutoModelForCausalLM
+
+    from .baselines import retrain
+    from .experiments import BETA, build_world
+
+    folder = cache_dir("dera", f"enumerable-seed{seed}")
+    if (folder / "aligned" / "config.json").is_file() and (folder / "ref" / "config.json").is_file():
+        from ..data.text import EnumerableLanguage
+
+        lang = EnumerableLanguage(symbols="abcd", prompt_len=2, response_len=4, seed=seed)
+        return (AutoModelForCausalLM.from_pretrained(folder / "aligned", local_files_only=True).eval(),
+                AutoModelForCausalLM.from_pretrained(folder / "ref", local_files_only=True).eval(), lang)
+    print("training the reference and aligned models of the enumerable language (first use only)...")
+    with single_thread():
+        w = build_world(seed, 300)
+        aligned, _ = retrain(w.ref, w.lang, w.ref_lp, w.reward, BETA, steps=150, prompts_per_step=4, seed=seed)
+    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=folder))
+    try:
+        aligned.save_pretrained(tmp / "aligned")
+        w.ref.save_pretrained(tmp / "ref")
+        for name in ("aligned", "ref"):
+            target = folder / name
+            if target.exists():
+                shutil.rmtree(target)
+            (tmp / name).rename(target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return aligned, w.ref, w.lang
+
+
+def generate_command(args) -> int:
+    from transformers.utils import logging as hf_logging
+
+    from .decoding import check_lambda, dera_generate
+
+    hf_logging.disable_progress_bar()
+    lam = check_lambda(args.lam)
+    if args.samples < 1 or args.max_new_tokens < 1:
+        raise InputError("--samples and --max-new-tokens must be >= 1")
+    if (args.aligned is None) != (args.ref is None):
+        raise InputError("give both --aligned and --ref, or neither (to use the trained enumerable pair)")
+    if args.aligned is None:
+        aligned, ref, lang = default_pair(args.seed)
+        if len(args.prompt) != lang.prompt_len or any(c not in lang.symbols for c in args.prompt):
+            raise InputError(f"prompt {args.prompt!r} is not in the language",
+                             f"use {lang.prompt_len} of the symbols {lang.symbols!r}, e.g. --prompt ab")
+        ids = torch.tensor([lang.encode(args.prompt)] * args.samples)
+        out = dera_generate(aligned, ref, ids, lam=lam, max_new_tokens=lang.response_len, do_sample=args.samples > 1
+                            or args.sample, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+                            seed=args.seed, allowed_ids=lang.symbol_ids)
+        from ..data.text import SymbolReward
+
+        reward = SymbolReward()
+        print(f"DeRa lambda={lam:g} (beta/lambda = {1.0 / lam if lam else float('inf'):g}), prompt {args.prompt!r}:")
+        for row in out:
+            resp = lang.decode_response(row[lang.response_start:lang.response_start + lang.response_len].tolist())
+            print(f"  {resp}   reward {reward(args.prompt, resp):g}")
+        return 0
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    paths = {k: Path(v) for k, v in (("aligned", args.aligned), ("ref", args.ref))}
+    for k, p in paths.items():
+        if not (p / "config.json").is_file():
+            raise InputError(f"--{k} {p} is not a local Hugging Face model folder (no config.json)")
+    tok = AutoTokenizer.from_pretrained(paths["aligned"], local_files_only=True)
+    tok.padding_side = "left"
+    aligned = AutoModelForCausalLM.from_pretrained(paths["aligned"], local_files_only=True).eval()
+    ref = AutoModelForCausalLM.from_pretrained(paths["ref"], local_files_only=True).eval()
+    enc = tok([args.prompt] * args.samples, return_tensors="pt", padding=True)
+    out = dera_generate(aligned, ref, enc["input_ids"], attention_mask=enc["attention_mask"], lam=lam,
+                        max_new_tokens=args.max_new_tokens, do_sample=args.samples > 1 or args.sample,
+                        temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed,
+                        pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id)
+    for row in out:
+        print(tok.decode(row[enc["input_ids"].size(1):], skip_special_tokens=True))
+        print("---")
+    return 0
