@@ -63,28 +63,27 @@ class MLP(_Stack):
         return self.layers[-1](x)
 
 
-class GCN(_Stack):
+class _ConvStack(_Stack):
+    """Message-passing layers with ReLU and dropout between them."""
+
+    def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        for conv in self.layers[:-1]:
+            x = F.dropout(F.relu(conv(x, edge_index)), self.dropout, self.training)
+        return self.layers[-1](x, edge_index)
+
+
+class GCN(_ConvStack):
     """Kipf & Welling GCN as in the official config (``GCNConv``, symmetric normalisation with self-loops)."""
 
     def _layer(self, a, b):
         return GCNConv(a, b)
 
-    def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
-        for conv in self.layers[:-1]:
-            x = F.dropout(F.relu(conv(x, edge_index)), self.dropout, self.training)
-        return self.layers[-1](x, edge_index)
 
-
-class SAGE(_Stack):
+class SAGE(_ConvStack):
     """GraphSAGE with mean aggregation as in the official config (``SAGEConv``)."""
 
     def _layer(self, a, b):
         return SAGEConv(a, b)
-
-    def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
-        for conv in self.layers[:-1]:
-            x = F.dropout(F.relu(conv(x, edge_index)), self.dropout, self.training)
-        return self.layers[-1](x, edge_index)
 
 
 class GIN(nn.Module):
