@@ -24,9 +24,14 @@ def test_cost_claim():
                       .replace("query_work", "predicted_query").replace("update_time", "predicted_update")
                       .replace("query_time", "predicted_query")]
     assert paper.COST.judge(judged) is True
+    judged.update({"tau0.5_k_at_nmin": 23.0, "tau0.75_k_at_nmin": 108.0, "tau0.25_k_at_nmin": 5.0,
+                   "tau0.75_query_work_at_nmin": 6.5e4, "tau0.5_query_work_at_nmin": 1.7e4,
+                   "tau0.25_query_work_at_nmin": 3e3})  # the quick-scale sizes
+    assert paper.COST.judge(judged) is True
     assert paper.COST.judge({**judged, "tau0.5_update_time_slope": 1.2}) is False
     assert paper.COST.judge({**judged, "tau0.75_query_time_slope": 0.5}) is False
-    assert paper.COST.judge({**judged, "tau0.25_query_time_slope": 0.5}) is True  # reported only
+    assert paper.COST.judge({**judged, "tau0.25_query_time_slope": 0.5}) is True  # overhead-bound: reported only
+    assert paper.COST.judge({**judged, "tau0.25_update_time_slope": 2.6}) is True  # memory-bound: reported only
 
 
 def test_tradeoff_claim():

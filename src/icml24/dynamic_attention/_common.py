@@ -154,6 +154,8 @@ class AttentionMaintainer:
 
     def __init__(self, Q, K, V, *, dtype: torch.dtype | None = None) -> None:
         self.Q, self.K, self.V = check_qkv(Q, K, V, dtype)
+        # numpy views of the same memory, for cheap scalar reads and writes (torch indexing costs ~10 us)
+        self._Qn, self._Kn, self._Vn = self.Q.numpy(), self.K.numpy(), self.V.numpy()
         self.m, self.d = self.Q.shape
         self.n, self.dv = self.V.shape
         self.dtype = self.Q.dtype

@@ -23,13 +23,13 @@ class NaiveAttention(AttentionMaintainer):
 
     def update_k(self, i, j, delta) -> None:
         i, j, delta = self._check_k(i, j, delta)
-        self.K[i, j] += delta
+        self._Kn[i, j] += delta
         self.counters.updates_k += 1
         self.counters.update_work += 1
 
     def update_v(self, i, j, delta) -> None:
         i, j, delta = self._check_v(i, j, delta)
-        self.V[i, j] += delta
+        self._Vn[i, j] += delta
         self.counters.updates_v += 1
         self.counters.update_work += 1
 
@@ -61,13 +61,13 @@ class FullRecompute(AttentionMaintainer):
 
     def update_k(self, i, j, delta) -> None:
         i, j, delta = self._check_k(i, j, delta)
-        self.K[i, j] += delta
+        self._Kn[i, j] += delta
         self.counters.updates_k += 1
         self._recompute()
 
     def update_v(self, i, j, delta) -> None:
         i, j, delta = self._check_v(i, j, delta)
-        self.V[i, j] += delta
+        self._Vn[i, j] += delta
         self.counters.updates_v += 1
         self._recompute()
 
@@ -108,7 +108,7 @@ class EagerAttention(AttentionMaintainer):
     def update_k(self, i, j, delta) -> None:
         i, j, delta = self._check_k(i, j, delta)
         old = self.Q @ self.K[i]
-        self.K[i, j] += delta
+        self._Kn[i, j] += delta
         new = self.Q @ self.K[i]
         top = new - self.shift
         if float(top.max()) > self._headroom:  # raise shifts of the rows that would overflow
@@ -125,7 +125,7 @@ class EagerAttention(AttentionMaintainer):
 
     def update_v(self, i, j, delta) -> None:
         i, j, delta = self._check_v(i, j, delta)
-        self.V[i, j] += delta
+        self._Vn[i, j] += delta
         self.M[:, j] += self._column(self.K[i]) * delta
         self.counters.updates_v += 1
         self.counters.update_work += self.m * (self.d + 2)
@@ -171,7 +171,7 @@ class DenseLazyAttention(AttentionMaintainer):
 
     def update_k(self, i, j, delta) -> None:
         i, j, delta = self._check_k(i, j, delta)
-        self.K[i, j] += delta
+        self._Kn[i, j] += delta
         new = torch.exp(self.Q @ self.K[i] - self.shift)
         t = self.pending
         self.U[:, t] = new - self.A[:, i]
@@ -184,7 +184,7 @@ class DenseLazyAttention(AttentionMaintainer):
 
     def update_v(self, i, j, delta) -> None:
         i, j, delta = self._check_v(i, j, delta)
-        self.V[i, j] += delta
+        self._Vn[i, j] += delta
         t = self.pending
         self.U[:, t] = self.A[:, i]
         self.W[t].zero_()

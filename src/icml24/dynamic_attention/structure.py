@@ -105,7 +105,6 @@ class DynamicAttention(AttentionMaintainer):
         self.refresh_every = refresh_every
         self._headroom = EXP_HEADROOM[self.dtype]
         np_dtype = np.float64 if self.dtype == torch.float64 else np.float32
-        self._Qn, self._Kn, self._Vn = self.Q.numpy(), self.K.numpy(), self.V.numpy()
         kc = min(k, self.n)
         # pending key rows C: _KC[2t] = current row, _KC[2t + 1] = snapshot row, _VC[t] = current value row
         self._C: list[int] = []
