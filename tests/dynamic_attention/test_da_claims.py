@@ -28,8 +28,11 @@ def test_cost_claim():
                    "tau0.75_query_work_at_nmin": 6.5e4, "tau0.5_query_work_at_nmin": 1.7e4,
                    "tau0.25_query_work_at_nmin": 3e3})  # the quick-scale sizes
     assert paper.COST.judge(judged) is True
-    assert paper.COST.judge({**judged, "tau0.5_update_time_slope": 1.2}) is False
+    assert paper.COST.judge({**judged, "tau0.5_update_time_slope": 2.5}) is False  # faster than O(n^2)
+    assert paper.COST.judge({**judged, "tau0.5_update_time_slope": 0.9}) is False  # no growth at all
+    assert paper.COST.judge({**judged, "tau0.5_update_time_slope": 1.5}) is True  # BLAS speeds up: allowed
     assert paper.COST.judge({**judged, "tau0.75_query_time_slope": 0.5}) is False
+    assert paper.COST.judge({**judged, "tau0.75_query_time_slope": 2.3}) is False
     assert paper.COST.judge({**judged, "tau0.25_query_time_slope": 0.5}) is True  # overhead-bound: reported only
     assert paper.COST.judge({**judged, "tau0.25_update_time_slope": 2.6}) is True  # memory-bound: reported only
 
