@@ -1,0 +1,276 @@
+"""Deep-Align's label-free training objective and loop (Navon et al., ICML 2024, Sec. 5.2; official
+``experiments/mlp_image_classifier/trainer.py`` and ``deepalign/losses/mlp_losses.py``).
+
+Each batch element is a pair of networks from the training zoo: ``a`` (view 0), ``b`` a random network
+(view 1), and ``pa``, a randomly augmented copy of ``a`` with hidden neurons permuted by a known random ``pi``.
+
+* Supervised loss on the known permutation: ``L_sup = mean_l CE(S_l(a, pa), pi_l)``, the scores of every
+  column ``j`` of ``S_l`` (neuron ``j`` of ``pa``) as logits over the rows, target the row ``pi_l[j]`` it came
+  from (official ``calc_gt_perm_loss``).
+* Reconstruction loss on ``(a, b)`` through the soft alignment ``Pi_l = Sinkhorn(S_l(a, b))`` (20 iterations,
+  ``tau`` 1): ``L_lmc`` = cross-entropy on an image batch of ``alpha a + (1 - alpha) Pi(b)``, ``alpha ~ U(0, 1)``
+  per pair, and ``L_l2 = sum_k MSE(W_k^a, Pi(b)_k) + MSE(b_k^a, Pi(b)_k)`` (official ``calc_recon_loss``).
+* ``L = w_sup L_sup + w_rec (L_lmc + L_l2)``, AdamW (amsgrad), gradient norm clipped at 1.
+
+Augmentation of ``pa`` (official ``MatchingModelsDataset`` defaults): Gaussian noise with 1e-2 times each
+tensor's std, weight dropout 5e-2 (inverted-dropout scaling), positive per-neuron rescaling in ``[0.9, 1.1]``
+(a ReLU symmetry), and zeroing of the entries whose magnitude is below a random quantile in ``[0, 0.1]``.
+
+Model selection as in the official trainer: every ``eval_every`` steps the reconstruction loss of fixed
+validation pairs is computed with hard (Hungarian) permutations at ``alpha = 0.5``; the best state is kept.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+from ..errors import InputError
+from .encoder import DeepAlignNet
+from .sinkhorn import hungarian, sinkhorn
+from .weights import (WeightBatch, forward, invert, lerp, loss_and_accuracy, permute_hard, permute_soft,
+                      random_perms)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Training hyper-parameters. Defaults are the official MLP trainer's (``lr 5e-4``, ``batch 32``,
+    ``image batch 32``, ``AdamW amsgrad weight decay 5e-4``, ``clip 1.0``, ``--recon-loss both``,
+    ``--supervised-loss-weight 1 --recon-loss-weight 1``, ``--n-sink 20``, ``--loss ce``), except ``steps``: the
+    official trains 100 epochs over thousands of networks; the claims give their own step count and lr."""
+
+    steps: int = 1000
+    batch_size: int = 32
+    image_batch_size: int = 32
+    lr: float = 5e-4
+    weight_decay: float = 5e-4
+    amsgrad: bool = True
+    clip: float = 1.0
+    sup_weight: float = 1.0
+    rec_weight: float = 1.0
+    recon: str = "both"
+    n_sink: int = 20
+    tau: float = 1.0
+    noise_scale: float = 1e-2
+    drop_rate: float = 5e-2
+    pos_scale: float = 0.1
+    quantile_dropout: float = 0.1
+    eval_every: int = 50
+    schedule: str = "constant"
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "image_batch_size", "n_sink", "eval_every"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise InputError(f"{name} must be a positive integer, got {v!r}")
+        for name in ("lr", "tau", "clip"):
+            if not getattr(self, name) > 0:
+                raise InputError(f"{name} must be positive, got {getattr(self, name)!r}")
+        if self.schedule not in ("constant", "cosine"):
+            raise InputError(f"schedule must be 'constant' (official) or 'cosine', got {self.schedule!r}")
+        if self.recon not in ("l2", "lmc", "both"):
+            raise InputError(f"recon must be 'l2', 'lmc' or 'both', got {self.recon!r}")
+        for name in ("drop_rate", "quantile_dropout"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise InputError(f"{name} must be in [0, 1), got {getattr(self, name)!r}")
+
+
+@dataclass
+class History:
+    """What training did: one record per step (losses) and per evaluation (validation losses)."""
+
+    config: dict
+    steps: list[dict] = field(default_factory=list)
+    evals: list[dict] = field(default_factory=list)
+    best_step: int = 0
+    seconds: float = 0.0
+
+
+# -------------------------------------------------------------------------------------------- augmentation
+def _quantile(values: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """Per-row quantile with linear interpolation (``torch.quantile``'s default) at a per-row level ``q``."""
+    v = values.sort(dim=1).values
+    pos = q * (v.shape[1] - 1)
+    lo = pos.floor().long().clamp(0, v.shape[1] - 1)
+    hi = pos.ceil().long().clamp(0, v.shape[1] - 1)
+    vlo, vhi = v.gather(1, lo[:, None])[:, 0], v.gather(1, hi[:, None])[:, 0]
+    return vlo + (pos - lo.float()) * (vhi - vlo)
+
+
+def augment(wb: WeightBatch, generator: torch.Generator, *, noise_scale: float = 1e-2, drop_rate: float = 5e-2,
+            pos_scale: float = 0.1, quantile_dropout: float = 0.1) -> WeightBatch:
+    """Random augmentation of each network, in the official order: noise, dropout, positive rescaling,
+    quantile dropout. The permutation is applied separately."""
+    B = wb.size
+    g = generator
+
+    def noise(t: torch.Tensor) -> torch.Tensor:
+        if noise_scale <= 0:
+            return t
+        std = torch.nan_to_num(t.flatten(1).std(dim=1)) + 1e-8
+        return t + torch.randn(t.shape, generator=g) * (noise_scale * std).reshape(-1, *[1] * (t.dim() - 1))
+
+    def dropout(t: torch.Tensor) -> torch.Tensor:
+        if drop_rate <= 0:
+            return t
+        keep = (torch.rand(t.shape, generator=g) >= drop_rate).float()
+        return t * keep / (1 - drop_rate)
+
+    ws = [dropout(noise(w)) for w in wb.weights]
+    bs = [dropout(noise(b)) for b in wb.biases]
+    if pos_scale > 0:
+        for k in range(len(ws) - 1):
+            s = 1 + (torch.rand(B, ws[k].shape[2], generator=g) * 2 - 1) * pos_scale
+            ws[k] = ws[k] * s[:, None, :]
+            bs[k] = bs[k] * s
+            ws[k + 1] = ws[k + 1] / s[:, :, None]
+    if quantile_dropout > 0:
+        q = torch.rand(B, generator=g) * quantile_dropout
+        thr = _quantile(WeightBatch(tuple(ws), tuple(bs)).flat().abs(), q)
+        ws = [torch.where(w.abs() < thr.reshape(-1, 1, 1), torch.zeros_like(w), w) for w in ws]
+        bs = [torch.where(b.abs() < thr.reshape(-1, 1), torch.zeros_like(b), b) for b in bs]
+    return WeightBatch(tuple(ws), tuple(bs))
+
+
+# --------------------------------------------------------------------------------------------------- losses
+def supervised_loss(scores: list[torch.Tensor], pi: list[torch.Tensor]) -> torch.Tensor:
+    """``mean_l CE(S_l, pi_l)`` with the rows of ``S_l`` as classes: ``pa = permute(a, pi)`` has neuron ``j``
+    equal to neuron ``pi[j]`` of ``a``, so column ``j`` of ``S_l(a, pa)`` should peak at row ``pi[j]``."""
+    return sum(F.cross_entropy(s, p) for s, p in zip(scores, pi)) / len(scores)
+
+
+def reconstruction_loss(a: WeightBatch, b: WeightBatch, mats: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor,
+                        alpha: torch.Tensor, recon: str = "both") -> tuple[torch.Tensor, torch.Tensor]:
+    """``(L_lmc, L_l2)`` of ``b`` aligned to ``a`` by (soft or hard) permutation matrices ``mats``."""
+    pb = permute_soft(b, mats)
+    zero = torch.zeros(())
+    lmc = l2 = zero
+    if recon in ("lmc", "both"):
+        logits = forward(lerp(a, pb, alpha), x)  # (pairs, images, classes)
+        lmc = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.repeat(len(alpha)))
+    if recon in ("l2", "both"):
+        l2 = sum(F.mse_loss(p, q) for p, q in zip(pb.weights + pb.biases, a.weights + a.biases))
+    return lmc, l2
+
+
+def permutation_accuracy(pred: list[torch.Tensor], truth: list[torch.Tensor]) -> float:
+    """Fraction of hidden neurons (over layers and networks) whose predicted partner is the true one."""
+    hits = sum(float((p == t).sum()) for p, t in zip(pred, truth))
+    return hits / sum(t.numel() for t in truth)
+
+
+# ---------------------------------------------------------------------------------------------------- loop
+def _embed_views(model: DeepAlignNet, views: list[WeightBatch]) -> list[list[torch.Tensor]]:
+    """One encoder pass over several views stacked along the batch; split the embeddings back."""
+    emb = model.embed(WeightBatch.cat(views))
+    sizes = [v.size for v in views]
+    parts = [torch.split(e, sizes) for e in emb]
+    return [[p[i] for p in parts] for i in range(len(views))]
+
+
+@torch.no_grad()
+def evaluate(model: DeepAlignNet, a: WeightBatch, b: WeightBatch, x: torch.Tensor, y: torch.Tensor,
+             cfg: TrainConfig, generator: torch.Generator) -> dict[str, float]:
+    """Validation metrics of the official ``evaluate``: reconstruction loss with Hungarian permutations (of the
+    Sinkhorn output) at ``alpha = 0.5``, and the permutation accuracy on augmented, permuted copies of ``a``."""
+    was = model.training
+    model.eval()
+    try:
+        pi = random_perms(a.hidden, a.size, generator)
+        pa = permute_hard(augment(a, generator, noise_scale=cfg.noise_scale, drop_rate=cfg.drop_rate,
+                                  pos_scale=cfg.pos_scale, quantile_dropout=cfg.quantile_dropout), pi)
+        ea, eb, epa = _embed_views(model, [a, b, pa])
+        scores = model.scores_from(ea, eb)
+        hard = [F.one_hot(hungarian(sinkhorn(s, cfg.n_sink, cfg.tau)), s.shape[-1]).float() for s in scores]
+        lmc, l2 = reconstruction_loss(a, b, hard, x, y, torch.full((a.size,), 0.5), cfg.recon)
+        pred = [hungarian(s) for s in model.scores_from(ea, epa)]
+        acc = permutation_accuracy(pred, invert(pi))
+        sup = float(supervised_loss(model.scores_from(ea, epa), pi))
+    finally:
+        model.train(was)
+    return {"recon": float(lmc + l2), "lmc": float(lmc), "l2": float(l2), "sup": sup, "perm_acc": acc}
+
+
+def fit(model: DeepAlignNet, train: WeightBatch, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig, *,
+        val: WeightBatch | None = None, x_val: torch.Tensor | None = None, y_val: torch.Tensor | None = None,
+        seed: int = 0, callback: Callable[[int, DeepAlignNet], None] | None = None) -> History:
+    """Train ``model`` on the networks ``train`` with images ``(x, y)`` for the LMC loss; select the state with
+    the lowest validation reconstruction loss on ``val`` (when given, with ``x_val, y_val`` or ``x, y``).
+    ``callback(step, model)`` is called every ``eval_every`` steps (after the evaluation)."""
+    if train.widths != model.widths:
+        raise InputError(f"the training networks have widths {train.widths}, the model aligns {model.widths}")
+    if train.size < 2:
+        raise InputError("training needs at least two networks")
+    g = torch.Generator().manual_seed(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, amsgrad=cfg.amsgrad,
+                            foreach=True)
+    sched = (torch.optim.lr_scheduler.CosineAnnealingLR(opt, cfg.steps) if cfg.schedule == "cosine" else None)
+    hist = History(config=asdict(cfg))
+    N, B = train.size, min(cfg.batch_size, train.size)
+    vg = torch.Generator().manual_seed(seed + 1)
+    if val is not None:
+        if val.widths != model.widths:
+            raise InputError(f"the validation networks have widths {val.widths}, the model aligns {model.widths}")
+        xv, yv = (x_val, y_val) if x_val is not None else (x, y)
+        vb_idx = (torch.arange(val.size) + 1 + torch.randint(max(val.size - 1, 1), (val.size,), generator=vg)) % val.size
+        vx_idx = torch.randperm(len(xv), generator=vg)[: 4 * cfg.image_batch_size]
+    best, best_state = float("inf"), copy.deepcopy(model.state_dict())
+    order = torch.randperm(N, generator=g)
+    cursor = 0
+    t0 = time.perf_counter()
+    model.train()
+    for step in range(1, cfg.steps + 1):
+        if cursor + B > N:
+            order, cursor = torch.randperm(N, generator=g), 0
+        ia = order[cursor: cursor + B]
+        cursor += B
+        ib = torch.randint(N, (B,), generator=g)
+        a, b = train[ia], train[ib]
+        pi = random_perms(a.hidden, B, g)
+        pa = permute_hard(augment(a, g, noise_scale=cfg.noise_scale, drop_rate=cfg.drop_rate,
+                                  pos_scale=cfg.pos_scale, quantile_dropout=cfg.quantile_dropout), pi)
+        img = torch.randint(len(x), (cfg.image_batch_size,), generator=g)
+        alpha = torch.rand(B, generator=g)
+
+        ea, eb, epa = _embed_views(model, [a, b, pa])
+        sup = supervised_loss(model.scores_from(ea, epa), pi)
+        soft = [sinkhorn(s, cfg.n_sink, cfg.tau) for s in model.scores_from(ea, eb)]
+        lmc, l2 = reconstruction_loss(a, b, soft, x[img], y[img], alpha, cfg.recon)
+        loss = cfg.sup_weight * sup + cfg.rec_weight * (lmc + l2)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip, foreach=True)
+        opt.step()
+        if sched is not None:
+            sched.step()
+        hist.steps.append({"step": step, "loss": float(loss.detach()), "sup": float(sup.detach()),
+                           "lmc": float(lmc.detach()), "l2": float(l2.detach())})
+        if val is not None and (step % cfg.eval_every == 0 or step == cfg.steps):
+            ev = evaluate(model, val, val[vb_idx], xv[vx_idx], yv[vx_idx], cfg, torch.Generator().manual_seed(seed + 2))
+            ev["step"] = step
+            hist.evals.append(ev)
+            if ev["recon"] <= best:
+                best, hist.best_step = ev["recon"], step
+                best_state = copy.deepcopy(model.state_dict())
+        if callback is not None and (step % cfg.eval_every == 0 or step == cfg.steps):
+            callback(step, model)
+            model.train()
+    if val is not None:
+        model.load_state_dict(best_state)
+    else:
+        hist.best_step = cfg.steps
+    model.eval()
+    hist.seconds = time.perf_counter() - t0
+    return hist
+
+
+__all__ = ["TrainConfig", "History", "augment", "supervised_loss", "reconstruction_loss", "permutation_accuracy",
+           "evaluate", "fit"]

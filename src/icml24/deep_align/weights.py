@@ -1,0 +1,285 @@
+"""Weight spaces of MLPs: conversion from ``torch.nn.Sequential``, permutations, merging, interpolation.
+
+A batch of ``B`` MLPs with widths ``(d_0, d_1, ..., d_M)`` is held as :class:`WeightBatch`: ``weights[k]`` has
+shape ``(B, d_k, d_{k+1})`` (fan-in first, the layout of the official Deep-Align code, i.e. the transpose of
+``nn.Linear.weight``) and ``biases[k]`` has shape ``(B, d_{k+1})``. The hidden neurons ``d_1 .. d_{M-1}`` may
+be permuted without changing the function; input and output neurons may not (the paper's "hnp" setting).
+
+A *hard* permutation of hidden layer ``l`` (``l = 1 .. M-1``) is an index tensor ``p`` of shape ``(B, d_l)``:
+neuron ``i`` of the permuted network is neuron ``p[i]`` of the original. Aligning ``b`` to ``a`` returns such
+indices: ``permute(b, p)`` has its neuron ``i`` matched to neuron ``i`` of ``a``. A *soft* permutation is a
+``(B, d_l, d_l)`` matrix ``P`` with ``new_i = sum_j P[i, j] old_j``; the hard ``p`` corresponds to
+``P[i, p[i]] = 1`` (``deepalign.utils.permute_weights`` in the official code uses the same convention).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..errors import InputError
+
+
+@dataclass(frozen=True)
+class WeightBatch:
+    """``B`` MLPs of one architecture as tensors: ``weights[k]`` ``(B, d_k, d_{k+1})``, ``biases[k]`` ``(B, d_{k+1})``."""
+
+    weights: tuple[torch.Tensor, ...]
+    biases: tuple[torch.Tensor, ...]
+
+    @property
+    def widths(self) -> tuple[int, ...]:
+        return (int(self.weights[0].shape[1]),) + tuple(int(w.shape[2]) for w in self.weights)
+
+    @property
+    def hidden(self) -> tuple[int, ...]:
+        """The widths of the permutable (hidden) layers ``d_1 .. d_{M-1}``."""
+        return self.widths[1:-1]
+
+    @property
+    def size(self) -> int:
+        return int(self.weights[0].shape[0])
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, idx) -> "WeightBatch":
+        if isinstance(idx, int):
+            idx = slice(idx, idx + 1)
+        return WeightBatch(tuple(w[idx] for w in self.weights), tuple(b[idx] for b in self.biases))
+
+    def detach(self) -> "WeightBatch":
+        return WeightBatch(tuple(w.detach() for w in self.weights), tuple(b.detach() for b in self.biases))
+
+    def to(self, dtype: torch.dtype) -> "WeightBatch":
+        return WeightBatch(tuple(w.to(dtype) for w in self.weights), tuple(b.to(dtype) for b in self.biases))
+
+    def flat(self) -> torch.Tensor:
+        """All parameters of each network as one vector, ``(B, n_params)``."""
+        return torch.cat([t.flatten(1) for pair in zip(self.weights, self.biases) for t in pair], dim=1)
+
+    @staticmethod
+    def cat(batches: Sequence["WeightBatch"]) -> "WeightBatch":
+        if not batches:
+            raise InputError("cannot concatenate an empty list of weight batches")
+        n = len(batches[0].weights)
+        return WeightBatch(tuple(torch.cat([b.weights[k] for b in batches]) for k in range(n)),
+                           tuple(torch.cat([b.biases[k] for b in batches]) for k in range(n)))
+
+
+# ------------------------------------------------------------------------------------------ conversion
+def check_mlp(net: object, name: str = "net") -> tuple[int, ...]:
+    """Validate ``net`` as ``nn.Sequential(Linear, ReLU, Linear, ..., ReLU, Linear)`` with biases and at least
+    one hidden layer; return its widths ``(d_0, ..., d_M)``. Raises :class:`InputError` naming ``name``."""
+    if not isinstance(net, nn.Sequential):
+        raise InputError(f"{name} must be a torch.nn.Sequential of Linear and ReLU layers, got {type(net).__name__}")
+    mods = list(net)
+    if len(mods) < 3 or len(mods) % 2 == 0:
+        raise InputError(f"{name} must alternate Linear, ReLU, ..., Linear with at least one hidden layer "
+                         f"(got {len(mods)} modules)")
+    widths: list[int] = []
+    for i, m in enumerate(mods):
+        if i % 2 == 0:
+            if type(m) is not nn.Linear:
+                raise InputError(f"{name}[{i}] is {type(m).__name__}, expected Linear",
+                                 "Deep-Align here aligns MLPs of Linear and ReLU layers only")
+            if m.bias is None:
+                raise InputError(f"{name}[{i}] is a Linear layer without bias", "use bias=True")
+            if widths and m.in_features != widths[-1]:
+                raise InputError(f"{name}[{i}] takes {m.in_features} inputs but the previous layer gives {widths[-1]}")
+            if not widths:
+                widths.append(m.in_features)
+            widths.append(m.out_features)
+        elif type(m) is not nn.ReLU:
+            raise InputError(f"{name}[{i}] is {type(m).__name__}, expected ReLU",
+                             "Deep-Align here aligns MLPs of Linear and ReLU layers only")
+    for p in net.parameters():
+        if not torch.is_floating_point(p) or not torch.isfinite(p).all():
+            raise InputError(f"{name} has non-finite or non-float parameters")
+    return tuple(widths)
+
+
+def from_sequential(nets: nn.Sequential | Iterable[nn.Sequential], name: str = "nets") -> WeightBatch:
+    """Stack one or several MLPs of the same architecture into a :class:`WeightBatch` (float32, detached)."""
+    if isinstance(nets, nn.Module):
+        nets = [nets]
+    nets = list(nets)
+    if not nets:
+        raise InputError(f"{name} is empty", "give at least one network")
+    widths = [check_mlp(n, f"{name}[{i}]" if len(nets) > 1 else name) for i, n in enumerate(nets)]
+    for i, w in enumerate(widths):
+        if w != widths[0]:
+            raise InputError(f"{name}[{i}] has widths {w}, but {name}[0] has {widths[0]}",
+                             "all networks must share one architecture")
+    linears = [[m for m in n if isinstance(m, nn.Linear)] for n in nets]
+    M = len(linears[0])
+    weights = tuple(torch.stack([ls[k].weight.detach().T.float() for ls in linears]) for k in range(M))
+    biases = tuple(torch.stack([ls[k].bias.detach().float() for ls in linears]) for k in range(M))
+    return WeightBatch(weights, biases)
+
+
+def to_sequential(wb: WeightBatch, index: int = 0) -> nn.Sequential:
+    """Network ``index`` of a batch as a fresh ``nn.Sequential`` of Linear and ReLU layers."""
+    layers: list[nn.Module] = []
+    widths = wb.widths
+    for k in range(len(wb.weights)):
+        lin = nn.Linear(widths[k], widths[k + 1])
+        with torch.no_grad():
+            lin.weight.copy_(wb.weights[k][index].T)
+            lin.bias.copy_(wb.biases[k][index])
+        layers.append(lin)
+        if k < len(wb.weights) - 1:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+def check_same_architecture(a: WeightBatch, b: WeightBatch, names: tuple[str, str] = ("a", "b")) -> None:
+    if a.widths != b.widths:
+        raise InputError(f"{names[0]} has widths {a.widths} but {names[1]} has {b.widths}",
+                         "alignment needs two networks of the same architecture")
+
+
+# -------------------------------------------------------------------------------------------- permutations
+def check_perms(perms: Sequence[torch.Tensor], hidden: Sequence[int], batch: int, name: str = "perms") -> list[torch.Tensor]:
+    """Validate hard permutations for hidden widths ``hidden``; accepts ``(d,)`` (broadcast) or ``(B, d)``."""
+    if isinstance(perms, torch.Tensor) or len(perms) != len(hidden):
+        raise InputError(f"{name} must be a list of {len(hidden)} index tensors, one per hidden layer")
+    out = []
+    for l, (p, d) in enumerate(zip(perms, hidden)):
+        p = torch.as_tensor(p)
+        if p.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
+            raise InputError(f"{name}[{l}] must hold integer indices, got {p.dtype}")
+        p = p.long()
+        if p.dim() == 1:
+            p = p.unsqueeze(0).expand(batch, -1)
+        if p.shape != (batch, d):
+            raise InputError(f"{name}[{l}] has shape {tuple(p.shape)}, expected ({batch}, {d}) or ({d},)")
+        if not torch.equal(p.sort(dim=1).values, torch.arange(d).expand(batch, d)):
+            raise InputError(f"{name}[{l}] is not a permutation of 0..{d - 1}")
+        out.append(p)
+    return out
+
+
+def permute_hard(wb: WeightBatch, perms: Sequence[torch.Tensor]) -> WeightBatch:
+    """Apply index permutations ``perms[l]`` ``(B, d_{l+1})`` to the hidden layers (no validation)."""
+    M = len(wb.weights)
+    weights, biases = list(wb.weights), list(wb.biases)
+    for l, p in enumerate(perms):  # p permutes the outputs of layer l and the inputs of layer l + 1
+        w = weights[l]
+        weights[l] = torch.gather(w, 2, p.unsqueeze(1).expand(-1, w.shape[1], -1))
+        biases[l] = torch.gather(biases[l], 1, p)
+        if l + 1 < M:
+            w = weights[l + 1]
+            weights[l + 1] = torch.gather(w, 1, p.unsqueeze(2).expand(-1, -1, w.shape[2]))
+    return WeightBatch(tuple(weights), tuple(biases))
+
+
+def permute_soft(wb: WeightBatch, mats: Sequence[torch.Tensor]) -> WeightBatch:
+    """Apply (doubly stochastic) matrices ``mats[l]`` ``(B, d, d)``: ``W_k <- P_k W_k P_{k+1}^T``, ``b_k <- P_{k+1} b_k``."""
+    M = len(wb.weights)
+    weights, biases = list(wb.weights), list(wb.biases)
+    for l, P in enumerate(mats):
+        weights[l] = weights[l] @ P.transpose(1, 2)
+        biases[l] = (P @ biases[l].unsqueeze(-1)).squeeze(-1)
+        if l + 1 < M:
+            weights[l + 1] = P @ weights[l + 1]
+    return WeightBatch(tuple(weights), tuple(biases))
+
+
+def perm_matrices(perms: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """Hard index permutations ``(B, d)`` as 0/1 matrices ``(B, d, d)`` with ``P[i, p[i]] = 1``."""
+    return [F.one_hot(p, p.shape[-1]).float() for p in perms]
+
+
+def random_perms(hidden: Sequence[int], batch: int, generator: torch.Generator) -> list[torch.Tensor]:
+    """Uniform random permutations ``(batch, d)`` for each hidden width."""
+    return [torch.argsort(torch.rand(batch, d, generator=generator), dim=1) for d in hidden]
+
+
+def invert(perms: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    return [torch.argsort(p, dim=-1) for p in perms]
+
+
+def compose(outer: Sequence[torch.Tensor], inner: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """``permute(permute(x, inner), outer) == permute(x, compose(outer, inner))``: index ``inner[outer[i]]``."""
+    return [torch.gather(q, -1, p) for p, q in zip(outer, inner)]
+
+
+# ----------------------------------------------------------------------------------------- merging, forward
+def lerp(a: WeightBatch, b: WeightBatch, alpha: torch.Tensor | float) -> WeightBatch:
+    """``alpha * a + (1 - alpha) * b`` per network (``alpha`` a float or ``(B,)``), the official convention."""
+    if not isinstance(alpha, torch.Tensor):
+        alpha = torch.tensor(float(alpha))
+    aw = alpha.reshape(-1, 1, 1) if alpha.dim() else alpha
+    ab = alpha.reshape(-1, 1) if alpha.dim() else alpha
+    return WeightBatch(tuple(aw * x + (1 - aw) * y for x, y in zip(a.weights, b.weights)),
+                       tuple(ab * x + (1 - ab) * y for x, y in zip(a.biases, b.biases)))
+
+
+def forward(wb: WeightBatch, x: torch.Tensor) -> torch.Tensor:
+    """Logits of every network on shared inputs ``x`` ``(N, d_0)`` (or per-network ``(B, N, d_0)``): ``(B, N, d_M)``."""
+    h = x if x.dim() == 3 else x.unsqueeze(0).expand(wb.size, -1, -1)
+    M = len(wb.weights)
+    for k in range(M):
+        h = torch.baddbmm(wb.biases[k].unsqueeze(1), h, wb.weights[k])
+        if k < M - 1:
+            h = torch.relu(h)
+    return h
+
+
+def loss_and_accuracy(wb: WeightBatch, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-network mean cross-entropy and accuracy on ``(x, y)``: two ``(B,)`` tensors."""
+    logits = forward(wb, x)
+    yy = y.unsqueeze(0).expand(wb.size, -1) if y.dim() == 1 else y
+    ce = F.cross_entropy(logits.transpose(1, 2), yy, reduction="none").mean(1)
+    acc = (logits.argmax(-1) == yy).float().mean(1)
+    return ce, acc
+
+
+def interpolation_losses(a: WeightBatch, b: WeightBatch, x: torch.Tensor, y: torch.Tensor,
+                         n_alphas: int = 16) -> tuple[torch.Tensor, torch.Tensor]:
+    """Test loss along the linear path ``alpha * a + (1 - alpha) * b`` at ``n_alphas`` points of ``[0, 1]``
+    (16 in the official evaluation, ``calc_lmc_loss``). Returns ``(alphas, losses (B, n_alphas))``."""
+    alphas = torch.linspace(0.0, 1.0, n_alphas)
+    with torch.no_grad():
+        losses = torch.stack([loss_and_accuracy(lerp(a, b, float(t)), x, y)[0] for t in alphas], dim=1)
+    return alphas, losses
+
+
+def barrier_and_auc(alphas: torch.Tensor, losses: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Loss barrier ``max_alpha L(merge) - [alpha L(a) + (1 - alpha) L(b)]`` (Frankle et al.; the paper's
+    "barrier") and the area under that excess-loss curve (trapezoid rule over ``alpha in [0, 1]``), per pair."""
+    la, lb = losses[:, -1:], losses[:, :1]  # alpha = 1 is network a, alpha = 0 is network b
+    excess = losses - (alphas * la + (1 - alphas) * lb)
+    auc = torch.trapezoid(excess, alphas, dim=1)
+    return excess.max(dim=1).values, auc
+
+
+def mlp_permute(net: nn.Sequential, perms: Sequence[torch.Tensor]) -> nn.Sequential:
+    """``net`` with its hidden neurons permuted: neuron ``i`` of layer ``l`` becomes old neuron ``perms[l][i]``.
+    The function computed is unchanged."""
+    wb = from_sequential(net, "net")
+    ps = check_perms(perms, wb.hidden, 1)
+    return to_sequential(permute_hard(wb, ps))
+
+
+def mlp_merge(a: nn.Sequential, b: nn.Sequential, alpha: float = 0.5,
+              perms: Sequence[torch.Tensor] | None = None) -> nn.Sequential:
+    """``alpha * a + (1 - alpha) * permute(b, perms)`` as a new network (``perms=None``: no alignment)."""
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha):
+        raise InputError(f"alpha must be a finite number, got {alpha!r}")
+    wa, wb = from_sequential(a, "a"), from_sequential(b, "b")
+    check_same_architecture(wa, wb)
+    if perms is not None:
+        wb = permute_hard(wb, check_perms(perms, wb.hidden, 1))
+    return to_sequential(lerp(wa, wb, float(alpha)))
+
+
+__all__ = ["WeightBatch", "check_mlp", "from_sequential", "to_sequential", "check_same_architecture", "check_perms",
+           "permute_hard", "permute_soft", "perm_matrices", "random_perms", "invert", "compose", "lerp", "forward",
+           "loss_and_accuracy", "interpolation_losses", "barrier_and_auc", "mlp_permute", "mlp_merge"]
