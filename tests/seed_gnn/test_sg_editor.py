@@ -188,3 +188,14 @@ def test_bad_input(graph):
         SeedGNNEditor(gnn, data, alpha=1.5)
     with pytest.raises(InputError, match="gnn must be"):
         SeedGNNEditor("gcn", data)
+
+
+def test_fused_steps_equal_autograd_steps(graph):
+    data, gnn, nodes, labels = graph
+    a = SeedGNNEditor(gnn, data, fast=True)
+    b = SeedGNNEditor(gnn, data, fast=False)
+    ra, rb = a.edit_many(nodes[:6], labels[:6]), b.edit_many(nodes[:6], labels[:6])
+    assert [r.steps for r in ra] == [r.steps for r in rb] and sum(r.steps for r in ra) > 0
+    torch.testing.assert_close(a.logits(), b.logits(), rtol=1e-4, atol=1e-5)
+    sa, sb = a.optimizer.state_dict()["state"], b.optimizer.state_dict()["state"]
+    assert sa.keys() == sb.keys() and all(float(sa[k]["step"]) == float(sb[k]["step"]) for k in sa)

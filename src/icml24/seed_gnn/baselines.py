@@ -25,10 +25,11 @@ class EGNNEditor(GnnMlpEditor):
 
     def __init__(self, gnn: nn.Module, data: Data, *, lr: float = 0.01, max_steps: int = 500,
                  warmup_iters: int = 100, warmup_batch: int = 32, mlp_hidden: int | None = None,
-                 mlp_layers: int | None = None, mlp_dropout: float | None = None, seed: int = 0) -> None:
+                 mlp_layers: int | None = None, mlp_dropout: float | None = None, seed: int = 0,
+                 fast: bool = True) -> None:
         super().__init__(gnn, data, lr=lr, max_steps=max_steps, replay=False, beta=0, warmup_iters=warmup_iters,
                          warmup_batch=warmup_batch, mlp_hidden=mlp_hidden, mlp_layers=mlp_layers,
-                         mlp_dropout=mlp_dropout, seed=seed)
+                         mlp_dropout=mlp_dropout, seed=seed, fast=fast)
 
 
 class FineTuneEditor(SequentialEditor):

@@ -36,6 +36,7 @@ import copy
 import io
 import math
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -330,8 +331,9 @@ class GnnMlpEditor(SequentialEditor):
     def __init__(self, gnn: nn.Module, data: Data, *, lr: float, max_steps: int = 500, replay: bool = True,
                  alpha: float = 0.25, beta: int = 100, warmup_iters: int = 100, warmup_batch: int = 32,
                  mlp_hidden: int | None = None, mlp_layers: int | None = None, mlp_dropout: float | None = None,
-                 official_neighbor_quirk: bool = False, seed: int = 0) -> None:
+                 official_neighbor_quirk: bool = False, seed: int = 0, fast: bool = True) -> None:
         super().__init__(gnn, data)
+        self.fast = bool(fast)
         if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
             raise InputError(f"lr must be a positive number, got {lr!r}")
         for name, v, lo in (("max_steps", max_steps, 1), ("beta", beta, 0), ("warmup_iters", warmup_iters, 0),
@@ -427,17 +429,94 @@ class GnnMlpEditor(SequentialEditor):
             if int(self.forward_nodes(torch.tensor([node])).argmax(-1)) == label:
                 return 0, int(batch.numel()), near
         xb, gb = self.data.x[batch], self.g[batch]  # the batch is fixed within an edit: gather once
+        step = self._fused_step(xb, gb, y, n_targets) if self.fast else self._autograd_step(xb, gb, y, n_targets)
         steps = 0
         for steps in range(1, self.max_steps + 1):
+            if step():  # all targets right, checked on the logits before the step (as the official code)
+                break
+        return steps, int(batch.numel()), near
+
+    def _autograd_step(self, xb: Tensor, gb: Tensor, y: Tensor, n_targets: int):
+        """One edit step with autograd: mean cross-entropy of ``gb + MLP(xb)``, one Adam step."""
+
+        def step() -> bool:
             self.optimizer.zero_grad()
             out = gb + self.mlp(xb)
             loss = F.cross_entropy(out, y)
-            done = bool((out[:n_targets].argmax(-1) == y[:n_targets]).all())  # checked before the step
+            done = bool((out[:n_targets].argmax(-1) == y[:n_targets]).all())
             loss.backward()
             self.optimizer.step()
-            if done:
-                break
-        return steps, int(batch.numel()), near
+            return done
+
+        return step
+
+    def _fused_step(self, xb: Tensor, gb: Tensor, y: Tensor, n_targets: int):
+        """The same step with the MLP's backward written out (eval mode: Linear and ReLU, no dropout), and the
+        first layer on sparse features when they are sparse (bag-of-words). Same gradients as autograd up
+        to float rounding; several times fewer operations per step."""
+        lins = list(self.mlp.layers)
+        params = [p for lin in lins for p in (lin.weight, lin.bias)]
+        sparse = xb.numel() > 0 and float((xb != 0).float().mean()) < 0.2
+        with warnings.catch_warnings():  # torch calls CSR support "beta"; these two products are exact
+            warnings.simplefilter("ignore", UserWarning)
+            xs = xb.to_sparse_csr() if sparse else None
+            xt = xb.t().contiguous().to_sparse_csr() if sparse else None
+        onehot = F.one_hot(y, self.num_classes).to(gb.dtype)
+        inv_b = 1.0 / y.numel()
+        adam = self._functional_adam(params)
+
+        @torch.no_grad()
+        def step() -> bool:
+            hs, zs = [xb], []
+            h = xb
+            for i, lin in enumerate(lins):
+                z = (xs @ lin.weight.t() if (i == 0 and sparse) else h @ lin.weight.t()) + lin.bias
+                zs.append(z)
+                h = torch.relu(z) if i < len(lins) - 1 else z
+                hs.append(h)
+            out = gb + h
+            done = bool((out[:n_targets].argmax(-1) == y[:n_targets]).all())
+            dz = (torch.softmax(out, -1) - onehot) * inv_b
+            for i in range(len(lins) - 1, -1, -1):
+                lin = lins[i]
+                lin.weight.grad = ((xt @ dz).t() if (i == 0 and sparse) else dz.t() @ hs[i]).contiguous()
+                lin.bias.grad = dz.sum(0)
+                if i:
+                    dz = (dz @ lin.weight) * (zs[i - 1] > 0)
+            adam()
+            return done
+
+        assert all(p.requires_grad for p in params)
+        return step
+
+    def _functional_adam(self, params: list[Tensor]):
+        """``self.optimizer.step`` without its per-call Python overhead (~0.4 ms): torch's functional fused
+        Adam on the optimizer's own state tensors, laid out as ``torch.optim.Adam`` lays them out, so the
+        optimizer object (state_dict, undo, save) stays the one source of truth. Falls back to ``step()``."""
+        opt = self.optimizer
+        group = opt.param_groups[0]
+        import torch.optim.adam as adam_module
+
+        fn = getattr(adam_module, "adam", None)
+        if fn is None or not group.get("fused") or group.get("amsgrad") or len(opt.param_groups) != 1:
+            return opt.step
+        states = []
+        for p in params:
+            st = opt.state[p]
+            if not st:
+                st["step"] = torch.zeros((), dtype=torch.float32)
+                st["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                st["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            states.append(st)
+        b1, b2 = group["betas"]
+
+        def step() -> None:
+            fn(params, [p.grad for p in params], [st["exp_avg"] for st in states],
+               [st["exp_avg_sq"] for st in states], [], [st["step"] for st in states], fused=True, amsgrad=False,
+               beta1=b1, beta2=b2, lr=group["lr"], weight_decay=group["weight_decay"], eps=group["eps"],
+               maximize=False)
+
+        return step
 
     def _state(self) -> dict[str, Any]:
         return {"mlp": {k: v.detach().clone() for k, v in self.mlp.state_dict().items()},
@@ -468,6 +547,8 @@ class SeedGNNEditor(GnnMlpEditor):
         ``num_layers``, ``dropout`` attributes), else 32, 2, 0.1.
     official_neighbor_quirk : reproduce the official neighbour-index bug (see the module docstring).
     seed : seeds the MLP initialisation, the warm-up batches and (``seed + i``) the anchors of edit ``i``.
+    fast : edit steps with the MLP's backward written out and sparse first-layer products (default); ``False``
+        uses autograd. Both give the same gradients up to float rounding.
 
     References
     ----------
@@ -479,8 +560,8 @@ class SeedGNNEditor(GnnMlpEditor):
     def __init__(self, gnn: nn.Module, data: Data, *, lr: float = 1e-3, max_steps: int = 500, alpha: float = 0.25,
                  beta: int = 100, warmup_iters: int = 100, warmup_batch: int = 32, mlp_hidden: int | None = None,
                  mlp_layers: int | None = None, mlp_dropout: float | None = None,
-                 official_neighbor_quirk: bool = False, seed: int = 0) -> None:
+                 official_neighbor_quirk: bool = False, seed: int = 0, fast: bool = True) -> None:
         super().__init__(gnn, data, lr=lr, max_steps=max_steps, replay=True, alpha=alpha, beta=beta,
                          warmup_iters=warmup_iters, warmup_batch=warmup_batch, mlp_hidden=mlp_hidden,
                          mlp_layers=mlp_layers, mlp_dropout=mlp_dropout,
-                         official_neighbor_quirk=official_neighbor_quirk, seed=seed)
+                         official_neighbor_quirk=official_neighbor_quirk, seed=seed, fast=fast)
