@@ -1,0 +1,372 @@
+"""The public API: certify a PyG model's prediction on a graph against every allowed edge change.
+
+``certify(model, data, budget=0.1, bounds="sbt")`` builds the MIP of the paper (§3) for each target class,
+solves it with SCIP, and returns a :class:`Report` of :class:`Certificate` objects. A ``not_robust``
+certificate carries the edge flips, re-checked by running the user's PyG model on the perturbed graph;
+flips the model does not confirm are never reported (the verdict is then ``unknown``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from ..errors import InputError
+from .baselines import basic_bounds
+from .bounds import MODES, Bounds, topology_bounds
+from .mip import CertificationMIP, SolveResult
+from .network import GRAPH, NODE, SageNetwork, module_from_network, network_from_module, run_model
+from .space import AttackSpace, official_graph_budgets
+
+ROBUST, NOT_ROBUST, UNKNOWN = "robust", "not_robust", "unknown"
+MARGIN_TOL = 1e-6
+
+#: SCIP parameter presets. "official": SCIP's defaults plus the official ``settings/*.set`` (which only switch
+#: bounds and the separator, applied by ``bounds``). "fast": also ``separating/aggregation/freq = -1``: SCIP's
+#: aggregation (c-MIR) separator spends most of the root time on these big-M models without closing the gap
+#: (the issue's official runs; on SCIP 10 it stalls even 300-variable models for seconds).
+SETTINGS: dict[str, dict] = {"official": {}, "fast": {"separating/aggregation/freq": -1}}
+
+
+@dataclass
+class Certificate:
+    """The verdict against one target class.
+
+    ``margin_lower`` is SCIP's dual bound on ``min logit[predicted] - logit[target]`` over the allowed
+    attacks, ``margin_upper`` the best attack found (``inf`` when none). ``robust`` means
+    ``margin_lower > 0``; ``not_robust`` means the flips below make the model's own ``logit[target]`` exceed
+    ``logit[predicted]`` (``checked_margin < 0``); ``unknown`` means neither was proven within the time limit.
+    """
+
+    verdict: str
+    predicted: int
+    target: int
+    bounds: str
+    margin_lower: float
+    margin_upper: float
+    seconds: float
+    build_seconds: float
+    nodes: int
+    lp_iterations: int
+    status: str
+    global_budget: int
+    flips: list[tuple[int, int]] = field(default_factory=list)
+    added: list[tuple[int, int]] = field(default_factory=list)
+    removed: list[tuple[int, int]] = field(default_factory=list)
+    checked_margin: float | None = None
+    perturbed_edge_index: np.ndarray | None = None
+    perturbed_x: np.ndarray | None = None
+    local_cuts: int = 0
+    global_cuts: int = 0
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["perturbed_edge_index"] = None if self.perturbed_edge_index is None else self.perturbed_edge_index.tolist()
+        d["perturbed_x"] = None if self.perturbed_x is None else self.perturbed_x.tolist()
+        return d
+
+
+@dataclass
+class Report:
+    """Certificates against every requested target class; ``verdict`` is ``robust`` when all are."""
+
+    certificates: list[Certificate]
+    predicted: int
+    task: str
+
+    @property
+    def verdict(self) -> str:
+        vs = {c.verdict for c in self.certificates}
+        if NOT_ROBUST in vs:
+            return NOT_ROBUST
+        return ROBUST if vs == {ROBUST} else UNKNOWN
+
+    def __getitem__(self, target: int) -> Certificate:
+        for c in self.certificates:
+            if c.target == target:
+                return c
+        raise KeyError(target)
+
+
+# ----------------------------------------------------------------------------------------------- inputs
+def _as_network(model, task: str | None, relu) -> tuple[torch.nn.Module, SageNetwork]:
+    if isinstance(model, SageNetwork):
+        return module_from_network(model), model
+    if not isinstance(model, torch.nn.Module):
+        raise InputError(f"model must be a PyG torch.nn.Module, got {type(model).__name__}")
+    return model, network_from_module(model, task=task, relu=relu)
+
+
+def _graph_arrays(data) -> tuple[np.ndarray, np.ndarray]:
+    x = getattr(data, "x", None)
+    ei = getattr(data, "edge_index", None)
+    if x is None or ei is None:
+        raise InputError("data must have x [n, F] and edge_index [2, E] (a torch_geometric Data)")
+    x = np.asarray(x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x, dtype=np.float64)
+    ei = np.asarray(ei.detach().cpu().numpy() if isinstance(ei, torch.Tensor) else ei)
+    if x.ndim != 2 or x.shape[0] < 1 or not np.isfinite(x).all():
+        raise InputError(f"data.x must be a finite [n, F] matrix with n >= 1, got shape {x.shape}")
+    if ei.ndim != 2 or ei.shape[0] != 2 or not np.issubdtype(ei.dtype, np.integer):
+        raise InputError(f"data.edge_index must be an integer [2, E] array, got shape {ei.shape}")
+    if ei.size and (ei.min() < 0 or ei.max() >= x.shape[0]):
+        raise InputError(f"data.edge_index refers to nodes outside [0, {x.shape[0]})")
+    return x, ei.astype(np.int64)
+
+
+def _feature_box(x: np.ndarray, lb, ub) -> tuple[np.ndarray, np.ndarray]:
+    lo = x.copy() if lb is None else np.broadcast_to(np.asarray(lb, dtype=np.float64), x.shape).copy()
+    hi = x.copy() if ub is None else np.broadcast_to(np.asarray(ub, dtype=np.float64), x.shape).copy()
+    if not (lo <= x).all() or not (x <= hi).all():
+        raise InputError("feature_lb <= data.x <= feature_ub must hold")
+    return lo, hi
+
+
+def _local(local_budget, n: int, default: np.ndarray) -> np.ndarray:
+    if local_budget is None:
+        return default
+    q = np.broadcast_to(np.asarray(local_budget), (n,))
+    if not np.issubdtype(q.dtype, np.integer) or (q < 0).any():
+        raise InputError("local_budget must be integers >= 0 (one, or one per node)")
+    return q.astype(np.int64)
+
+
+def _global(budget, global_budget, entries: int) -> int | None:
+    if global_budget is not None:
+        if isinstance(global_budget, bool) or not isinstance(global_budget, (int, np.integer)) or global_budget < 0:
+            raise InputError(f"global_budget must be an integer >= 0, got {global_budget!r}")
+        return int(global_budget)
+    if budget is None:
+        return None
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not math.isfinite(budget) or budget < 0:
+        raise InputError(f"budget must be a fraction >= 0 of the edges, got {budget!r}")
+    return math.ceil(entries * budget)
+
+
+def build_space(net: SageNetwork, data, *, budget: float | None = 0.1, global_budget: int | None = None,
+                strength: int = 2, local_budget=None, node: int | None = None, feature_lb=None, feature_ub=None,
+                max_nodes: int = 64) -> tuple[AttackSpace, np.ndarray, np.ndarray, np.ndarray]:
+    """The attack space of ``data`` and, for node classification, the k-hop subgraph it lives on.
+
+    Returns (space, x of the modelled nodes, their indices in ``data``, edge_index of ``data``).
+    """
+    x, ei = _graph_arrays(data)
+    n, F = x.shape
+    if F != net.in_features:
+        raise InputError(f"data.x has {F} features but the model's input size is {net.in_features}")
+    if net.task == GRAPH:
+        if node is not None:
+            raise InputError("node is for node classification; this model classifies graphs")
+        if n > max_nodes:
+            raise InputError(f"the graph has {n} nodes, more than max_nodes={max_nodes}",
+                             "the MIP grows as n^2 x hidden width per layer; raise max_nodes to try anyway")
+        adj = np.zeros((n, n), dtype=bool)
+        if (ei[0] == ei[1]).any():
+            raise InputError("data.edge_index has self-loops, which graph classification does not model",
+                             "remove them (the official MIP ignores self-loops)")
+        adj[ei[0], ei[1]] = True
+        if (adj != adj.T).any():
+            raise InputError("data.edge_index must be undirected (both directions of every edge)")
+        if adj.sum() != ei.shape[1]:
+            raise InputError("data.edge_index has duplicate edges")
+        if isinstance(strength, bool) or not isinstance(strength, (int, np.integer)) or strength < 0:
+            raise InputError(f"strength must be an integer >= 0, got {strength!r}")
+        g = _global(budget, global_budget, ei.shape[1])
+        if g is None:
+            raise InputError("give budget (a fraction of the edges) or global_budget (a number of flips)")
+        _, q_default = official_graph_budgets(ei.shape[1], adj.sum(axis=1), 0.0, int(strength))
+        q = _local(local_budget, n, q_default)
+        lo, hi = _feature_box(x, feature_lb, feature_ub)
+        return AttackSpace(adj=adj, directed=False, global_budget=g, local_budget=q, x_lb=lo, x_ub=hi), x, \
+            np.arange(n), ei
+    # node classification: the k-hop subgraph around the node (official k_hop_subgraph(index, 2, ...))
+    if node is None or isinstance(node, bool) or not isinstance(node, (int, np.integer)) or not 0 <= node < n:
+        raise InputError(f"node must be a node index in [0, {n}) for node classification, got {node!r}")
+    from torch_geometric.utils import k_hop_subgraph
+
+    subset, sub_ei, mapping, _ = k_hop_subgraph(int(node), len(net.sage), torch.as_tensor(ei), relabel_nodes=True,
+                                                num_nodes=n)
+    subset = subset.numpy()
+    sub_ei = sub_ei.numpy()
+    k = len(subset)
+    if k > max_nodes:
+        raise InputError(f"the {len(net.sage)}-hop subgraph of node {node} has {k} nodes, more than max_nodes={max_nodes}",
+                         "raise max_nodes to try anyway")
+    adj = np.zeros((k, k), dtype=bool)
+    adj[sub_ei[0], sub_ei[1]] = True
+    if adj.sum() != sub_ei.shape[1]:
+        raise InputError("data.edge_index has duplicate arcs")
+    g = _global(budget, global_budget, sub_ei.shape[1])
+    if g is None:
+        raise InputError("give global_budget (a number of arc deletions) for node classification")
+    if isinstance(strength, bool) or not isinstance(strength, (int, np.integer)) or strength < 0:
+        raise InputError(f"strength must be an integer >= 0, got {strength!r}")
+    q = _local(local_budget, k, np.full(k, int(strength), dtype=np.int64))
+    lo, hi = _feature_box(x, feature_lb, feature_ub)
+    space = AttackSpace(adj=adj, directed=True, global_budget=g, local_budget=q, x_lb=lo[subset], x_ub=hi[subset],
+                        target_node=int(mapping[0]))
+    return space, x[subset], subset, ei
+
+
+def compute_bounds(net: SageNetwork, space: AttackSpace, mode: str) -> Bounds:
+    """``basic`` (official basic settings), ``sbt`` or ``abt`` (root bounds of abt are the sbt bounds)."""
+    if mode == "basic":
+        return basic_bounds(net, space)
+    if mode in ("sbt", "abt"):
+        return topology_bounds(net, space)
+    raise InputError(f"bounds must be one of {', '.join(MODES)}, got {mode!r}")
+
+
+# ----------------------------------------------------------------------------------------------- checks
+def _perturbed(space: AttackSpace, flips: np.ndarray, subset: np.ndarray, ei: np.ndarray, n_full: int):
+    """Edge lists of the attacked graph in the user's node numbering, and the flip lists."""
+    sl = space.slots[flips]
+    pairs = [(int(subset[u]), int(subset[v])) for u, v in sl]
+    present = space.slot_present[flips]
+    added = [p for p, pr in zip(pairs, present) if not pr]
+    removed = [p for p, pr in zip(pairs, present) if pr]
+    adj = np.zeros((n_full, n_full), dtype=bool)
+    adj[ei[0], ei[1]] = True
+    for u, v in added:
+        adj[u, v] = True
+        if not space.directed:
+            adj[v, u] = True
+    for u, v in removed:
+        adj[u, v] = False
+        if not space.directed:
+            adj[v, u] = False
+    src, dst = np.nonzero(adj)
+    return pairs, added, removed, np.stack([src, dst]).astype(np.int64)
+
+
+def _model_margin(model, net: SageNetwork, x: np.ndarray, ei: np.ndarray, orig: int, target: int,
+                  node: int | None) -> float:
+    out = run_model(model, x, ei, net.task)
+    if net.task == NODE:
+        out = out[node]
+    return float(out[orig] - out[target])
+
+
+# ----------------------------------------------------------------------------------------------- API
+def certify(model, data, *, budget: float | None = 0.1, global_budget: int | None = None, strength: int = 2,
+            local_budget: int | Sequence[int] | None = None, target: int | Sequence[int] | None = None,
+            node: int | None = None, bounds: str = "sbt", feature_lb=None, feature_ub=None,
+            time_limit: float = 60.0, seed: int = 0, threads: int = 1, task: str | None = None,
+            relu: Sequence[bool] | None = None, max_nodes: int = 64, decision: bool = True,
+            clock: str = "wall", settings: str = "fast", scip_params: dict | None = None,
+            margin_tol: float = MARGIN_TOL) -> Report:
+    """Prove that no allowed attack changes the model's prediction, or find one that does (paper §3).
+
+    Parameters
+    ----------
+    model : torch.nn.Module or SageNetwork
+        ``SAGEConv(aggr="sum")`` layers with ReLU, then (graph classification) global add-pool and ``Linear``
+        layers; e.g. :class:`SAGEGraphClassifier` or a model read by :func:`load_model_json`.
+    data : torch_geometric.data.Data
+        ``x`` [n, F] and ``edge_index`` (undirected, without self-loops, for graph classification).
+    budget : float
+        Global budget as a fraction of ``edge_index`` entries, ``Delta = ceil(budget * E)``
+        (official ``create_temporary_data_graphclassification.py``; default 0.1 as the issue's runs).
+    global_budget : int, optional
+        Delta as a number of flips (overrides ``budget``; node classification's official convention).
+    strength : int
+        Local attack strength ``s``: ``Q_v = max(0, deg(v) - maxdeg + s)`` (graph) or ``Q_v = s`` (node);
+        official experiments: 2.
+    local_budget : int or sequence of int, optional
+        Q_v given directly (overrides ``strength``).
+    target : int or sequence of int, optional
+        Target classes; default every class other than the prediction (official label shift ``k``:
+        ``target = (prediction + k) % C``).
+    node : int
+        Node classification: the node to certify (its ``len(model.convs)``-hop subgraph is modelled).
+    bounds : "basic" | "sbt" | "abt"
+        Official ``settings/*_{basic,sbt,abt}.set``.
+    feature_lb, feature_ub : array-like, optional
+        A box for the features (default: fixed features, as in the paper's experiments).
+    time_limit : float
+        Seconds per target class (official runs: 60 s). ``threads``: SCIP/LP threads (1).
+    decision : bool
+        Stop once the sign is proven (official ``limits/gap = inf``); False solves to optimality.
+    clock : "wall" | "cpu"
+        SCIP's clock for the time limit and reported times.
+    settings : "fast" | "official"
+        SCIP parameter preset (:data:`SETTINGS`); ``scip_params`` adds or overrides parameters.
+
+    Returns
+    -------
+    Report
+        One :class:`Certificate` per target; ``report.verdict`` is robust / not_robust / unknown.
+    """
+    if bounds not in MODES:
+        raise InputError(f"bounds must be one of {', '.join(MODES)}, got {bounds!r}")
+    if not isinstance(time_limit, (int, float)) or not time_limit > 0:
+        raise InputError(f"time_limit must be > 0 seconds, got {time_limit!r}")
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise InputError(f"threads must be an integer >= 1, got {threads!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise InputError(f"seed must be an integer >= 0, got {seed!r}")
+    if clock not in ("wall", "cpu"):
+        raise InputError(f"clock must be 'wall' or 'cpu', got {clock!r}")
+    if settings not in SETTINGS:
+        raise InputError(f"settings must be one of {', '.join(SETTINGS)}, got {settings!r}")
+    params = {**SETTINGS[settings], **(scip_params or {})}
+    module, net = _as_network(model, task, relu)
+    if task is not None and task != net.task:
+        raise InputError(f"task={task!r} does not match the model ({net.task} classification)")
+    space, x_sub, subset, ei = build_space(net, data, budget=budget, global_budget=global_budget, strength=strength,
+                                           local_budget=local_budget, node=node, feature_lb=feature_lb,
+                                           feature_ub=feature_ub, max_nodes=max_nodes)
+    x_full, _ = _graph_arrays(data)
+    n_full = x_full.shape[0]
+    clean = run_model(module, x_full, ei, net.task)
+    if net.task == NODE:
+        clean = clean[node]
+    C = net.num_classes
+    orig = int(np.argmax(clean))
+    if target is None:
+        targets = [t for t in range(C) if t != orig]
+    else:
+        targets = [target] if isinstance(target, (int, np.integer)) else list(target)
+        for t in targets:
+            if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or not 0 <= t < C or t == orig:
+                raise InputError(f"target must be a class in [0, {C}) other than the prediction {orig}, got {t!r}")
+    b = compute_bounds(net, space, bounds)
+    certs = []
+    for t in targets:
+        mip = CertificationMIP(net, space, b, orig, int(t), separator=(bounds == "abt"), clean_x=x_sub)
+        res = mip.solve(time_limit=time_limit, seed=seed, threads=threads, decision=decision, clock=clock,
+                        params=params)
+        certs.append(_interpret(res, module, net, space, x_full, subset, ei, n_full, orig, int(t), bounds, node,
+                                margin_tol))
+        mip.free()
+    return Report(certificates=certs, predicted=orig, task=net.task)
+
+
+def _interpret(res: SolveResult, module, net, space, x_full, subset, ei, n_full, orig, target, mode, node,
+               tol) -> Certificate:
+    cert = Certificate(verdict=UNKNOWN, predicted=orig, target=target, bounds=mode, margin_lower=res.dual,
+                       margin_upper=res.primal, seconds=res.seconds, build_seconds=res.build_seconds,
+                       nodes=res.nodes, lp_iterations=res.lp_iterations, status=res.status,
+                       global_budget=space.global_budget, local_cuts=res.local_cuts, global_cuts=res.global_cuts)
+    if res.dual > tol:
+        cert.verdict = ROBUST
+        return cert
+    if res.flips is not None and res.primal < 0 and space.is_feasible(res.flips):
+        pairs, added, removed, pei = _perturbed(space, res.flips, subset, ei, n_full)
+        x = x_full.copy()
+        if res.x is not None:
+            x[subset] = res.x
+        margin = _model_margin(module, net, x, pei, orig, target, node)
+        cert.checked_margin = margin
+        if margin < 0:
+            cert.verdict = NOT_ROBUST
+            cert.flips, cert.added, cert.removed = pairs, added, removed
+            cert.perturbed_edge_index = pei
+            cert.perturbed_x = None if res.x is None else x
+    return cert
+
+
+__all__ = ["certify", "Certificate", "Report", "SETTINGS", "build_space", "compute_bounds", "ROBUST", "NOT_ROBUST", "UNKNOWN"]

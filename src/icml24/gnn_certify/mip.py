@@ -1,0 +1,513 @@
+"""The verification MIP (paper §3, eqs. (2)-(4); ``probdata_robustclassify.c`` / ``probdata_nodeclassify.c``)
+and the aggressive-bounds-tightening separator (paper §3.3; ``sepa_relu_robustclassify.c``), on PySCIPOpt.
+
+Variables: binary ``a_s`` per slot (an undirected pair or an existing arc); ``h[l][v, f]`` the output of SAGE
+layer ``l``; binary ``s[l][v, f]`` per ReLU whose pre-activation bounds straddle 0; ``z[l][m, g] = a * h_u`` per
+message ``m = u -> v`` (McCormick for binary x continuous: ``z <= h - L_h(1 - a)``, ``z >= h - U_h(1 - a)``,
+``z <= U_z a``, ``z >= L_z a``); pool and dense variables; objective ``min logit[orig] - logit[target]``.
+ReLU: ``h >= pre``, ``h >= 0``, ``h <= pre - L(1 - s)``, ``h <= U s``. Budgets: ``sum flips <= Delta`` and, per node,
+``sum flips touching v <= Q_v``. ``limits/gap = inf`` stops SCIP once the primal and dual bounds share a sign
+(the official "decision" mode).
+
+Faithful to the official model, with these equivalent reformulations (same optimum, same LP relaxation):
+
+- the pre-activation is an explicit free variable ``pre = b + W1 h_v + W2 sum z`` (the official code repeats
+  the sum inside two ReLU rows); SCIP's presolve aggregates it away;
+- a ReLU whose bounds are already >= 0 (or <= 0) is the identity (or 0) instead of a binary fixed by its bounds;
+  products with an output fixed to 0 are omitted; the official code creates and fixes them;
+- the layer-1 sum over fixed input features is linear in ``a`` (as in the official code); with feature boxes
+  (the paper's encoding, not the official experiments) the input gets variables and products too;
+- node classification: only the nodes within reach of the target node are modelled (arcs are only deleted,
+  so the others cannot influence its logits); the official code models the whole 2-hop subgraph.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from pyscipopt import SCIP_RESULT, Model, Sepa, quicksum
+
+from .bounds import Bounds, topology_bounds
+from .network import GRAPH, SageNetwork
+from .space import AttackSpace
+
+EFFICACY = 1e-4  # SCIPisEfficacious with the default separating/minefficacy(root) = 1e-4
+
+
+@dataclass
+class SolveResult:
+    """What one SCIP run returned."""
+
+    status: str
+    primal: float
+    dual: float
+    seconds: float
+    build_seconds: float
+    nodes: int
+    lp_iterations: int
+    flips: np.ndarray | None  # bool [S] of the best solution
+    x: np.ndarray | None  # features of the best solution (feature boxes)
+    local_cuts: int = 0
+    global_cuts: int = 0
+    separator_calls: int = 0
+    stats: dict = field(default_factory=dict)
+
+
+_is_var = np.frompyfunc(lambda o: o is not None, 1, 1)
+
+
+def _has(arr: np.ndarray) -> np.ndarray:
+    """bool mask of the entries of an object array that hold a variable."""
+    return _is_var(arr).astype(bool) if arr.size else np.zeros(arr.shape, dtype=bool)
+
+
+class _Assignment:
+    """(variable, value) pairs (PySCIPOpt variables are not hashable)."""
+
+    def __init__(self) -> None:
+        self.pairs: list = []
+
+    def __setitem__(self, var, value: float) -> None:
+        self.pairs.append((var, value))
+
+
+def _needed_nodes(net: SageNetwork, space: AttackSpace) -> list[np.ndarray]:
+    """bool [n] per SAGE layer: whose output is modelled (all nodes, or those reaching the target)."""
+    n, L = space.n, len(net.sage)
+    if net.task == GRAPH:
+        return [np.ones(n, dtype=bool) for _ in range(L)]
+    need = [np.zeros(n, dtype=bool) for _ in range(L)]
+    need[-1][space.target_node] = True
+    for l in range(L - 1, 0, -1):
+        cur = need[l].copy()
+        m = cur[space.msg_dst]
+        cur[space.msg_src[m]] = True
+        need[l - 1] = cur
+    return need
+
+
+class CertificationMIP:
+    """Build the MIP of one (graph, target class, bound mode) and solve it with SCIP.
+
+    Parameters
+    ----------
+    net, space : the network and the attack space.
+    bounds : :class:`~icml24.gnn_certify.bounds.Bounds` used for big-Ms and variable bounds (basic or sbt).
+    orig, target : classes; the objective is ``logit[orig] - logit[target]``.
+    separator : add the abt separator (recomputes topology bounds at every node from the local bounds of
+        the adjacency variables and separates ReLU and product rows with them; official
+        ``separating/ReLUrc/freq = 1``, ``expbackoff = 1``).
+    clean_x : features of the unperturbed graph (for the starting solution).
+    """
+
+    def __init__(self, net: SageNetwork, space: AttackSpace, bounds: Bounds, orig: int, target: int,
+                 separator: bool = False, clean_x: np.ndarray | None = None, warm_start: bool = True) -> None:
+        t0 = time.perf_counter()
+        self.net, self.space, self.bounds = net, space, bounds
+        self.orig, self.target = int(orig), int(target)
+        self.model = Model("gnn_certify")
+        self.model.hideOutput()
+        self.need = _needed_nodes(net, space)
+        self.clean_x = space.x_lb if clean_x is None else np.asarray(clean_x, dtype=np.float64)
+        self._build()
+        self.sepa: _TopologySepa | None = None
+        if separator:
+            self.sepa = _TopologySepa(self)
+            self.model.includeSepa(self.sepa, "ReLUrc", "topology-based bounds tightening (abt)", priority=0,
+                                   freq=1, maxbounddist=1.0, usessubscip=False, delay=False)
+            self.model.setParam("separating/ReLUrc/expbackoff", 1)
+        if warm_start:
+            self._add_clean_solution()
+        self.build_seconds = time.perf_counter() - t0
+
+    # ------------------------------------------------------------------------------------------ build
+    def _build(self) -> None:
+        m, net, sp, b = self.model, self.net, self.space, self.bounds
+        n = sp.n
+        present = sp.slot_present
+        frozen = sp.frozen  # slots no attack can flip: constants (SCIP's presolve would fix them)
+        self.frozen = frozen
+        self.a = [None if frozen[s] else m.addVar(f"a_{u}_{v}", vtype="B") for s, (u, v) in enumerate(sp.slots)]
+        # budgets (official createGlobalAttackBudgetCons / createLocalAttackBudgetCons)
+        flips = [None if frozen[s] else ((1 - self.a[s]) if present[s] else self.a[s]) for s in range(sp.num_slots)]
+        free = np.flatnonzero(~frozen)
+        if free.size > sp.global_budget:
+            m.addCons(quicksum(flips[s] for s in free) <= sp.global_budget, name="globalbudget")
+        inc = sp.incidence
+        for v in range(n):
+            idx = np.flatnonzero(inc[v] & ~frozen)
+            if idx.size > sp.local_budget[v]:
+                m.addCons(quicksum(flips[s] for s in idx) <= int(sp.local_budget[v]), name=f"localbudget{v}")
+
+        fixed_input = sp.fixed_features
+        L = len(net.sage)
+        # the input layer
+        in_need = self.need[0].copy()
+        in_need[sp.msg_src[in_need[sp.msg_dst]]] = True
+        F0 = net.in_features
+        self.x = np.empty((n, F0), dtype=object)
+        if not fixed_input:
+            for v in np.flatnonzero(in_need):
+                for g in range(F0):
+                    self.x[v, g] = m.addVar(f"x_{v}_{g}", lb=float(sp.x_lb[v, g]), ub=float(sp.x_ub[v, g]))
+        self.h: list[np.ndarray] = []
+        self.pre: list[np.ndarray] = []
+        self.s: list[np.ndarray] = []
+        self.z: list[np.ndarray] = []  # z[l]: products with the input of SAGE layer l, [M, F_in]
+        self.z_on: list[np.ndarray] = []  # messages modelled for layer l
+        prev_h = self.x
+        prev_lo, prev_hi = b.inp_lo, b.inp_hi
+        for l, layer in enumerate(net.sage):
+            need = self.need[l]
+            Fi, Fo = layer.in_features, layer.out_features
+            msg_on = need[sp.msg_dst]
+            z = np.empty((len(sp.msg_src), Fi), dtype=object)
+            linear_in_a = (l == 0 and fixed_input)
+            if not linear_in_a:
+                zl, zh = b.aux_lo[l], b.aux_hi[l]
+                for mi in np.flatnonzero(msg_on & ~frozen[sp.msg_slot]):
+                    u, a = sp.msg_src[mi], self.a[sp.msg_slot[mi]]
+                    for g in range(Fi):
+                        hv = prev_h[u, g]
+                        lh, uh = float(prev_lo[u, g]), float(prev_hi[u, g])
+                        if hv is None or (lh == 0.0 and uh == 0.0):
+                            continue
+                        lz, uz = float(zl[mi, g]), float(zh[mi, g])
+                        zv = m.addVar(f"z{l}_{mi}_{g}", lb=lz, ub=uz)
+                        z[mi, g] = zv
+                        m.addCons(zv - hv - lh * a <= -lh)
+                        m.addCons(zv - hv - uh * a >= -uh)
+                        m.addCons(zv - uz * a <= 0)
+                        m.addCons(zv - lz * a >= 0)
+            self.z.append(z)
+            self.z_on.append(msg_on)
+            # pre-activations
+            pre = np.empty((n, Fo), dtype=object)
+            h = np.empty((n, Fo), dtype=object)
+            s = np.empty((n, Fo), dtype=object)
+            plo, phi = b.pre_lo[l], b.pre_hi[l]
+            into = [np.flatnonzero(msg_on & (sp.msg_dst == v) & ~frozen[sp.msg_slot]) for v in range(n)]
+            fixed_in = [np.flatnonzero(msg_on & (sp.msg_dst == v) & frozen[sp.msg_slot] & present[sp.msg_slot])
+                        for v in range(n)]
+            if linear_in_a:
+                xr = sp.x_lb
+                root = xr @ layer.w_root.T + layer.bias  # [n, Fo]
+                msg_c = xr @ layer.w_nbr.T  # [n, Fo]: W2 x_u
+            for v in np.flatnonzero(need):
+                for f in range(Fo):
+                    if linear_in_a:
+                        expr = quicksum(float(msg_c[sp.msg_src[mi], f]) * self.a[sp.msg_slot[mi]] for mi in into[v]
+                                        if msg_c[sp.msg_src[mi], f] != 0.0)
+                        const = float(root[v, f] + sum(msg_c[sp.msg_src[mi], f] for mi in fixed_in[v]))
+                    else:
+                        terms = [float(layer.w_root[f, g]) * prev_h[v, g] for g in range(Fi)
+                                 if prev_h[v, g] is not None and layer.w_root[f, g] != 0.0]
+                        terms += [float(layer.w_nbr[f, g]) * z[mi, g] for mi in into[v] for g in range(Fi)
+                                  if z[mi, g] is not None and layer.w_nbr[f, g] != 0.0]
+                        terms += [float(layer.w_nbr[f, g]) * prev_h[sp.msg_src[mi], g] for mi in fixed_in[v]
+                                  for g in range(Fi) if prev_h[sp.msg_src[mi], g] is not None
+                                  and layer.w_nbr[f, g] != 0.0]
+                        expr = quicksum(terms)
+                        const = float(layer.bias[f])
+                    lo_, hi_ = float(plo[v, f]), float(phi[v, f])
+                    if not layer.relu or lo_ >= 0.0:
+                        p = m.addVar(f"pre{l}_{v}_{f}", lb=lo_, ub=hi_)
+                        m.addCons(p - expr == const)
+                        pre[v, f] = h[v, f] = p
+                    elif hi_ <= 0.0:
+                        pre[v, f] = None
+                        h[v, f] = None  # the ReLU is 0 for every feasible attack
+                    else:
+                        p = m.addVar(f"pre{l}_{v}_{f}", lb=None, ub=None)
+                        m.addCons(p - expr == const)
+                        hv = m.addVar(f"h{l}_{v}_{f}", lb=0.0, ub=hi_)
+                        sv = m.addVar(f"s{l}_{v}_{f}", vtype="B")
+                        m.addCons(hv - p >= 0)
+                        m.addCons(hv - p - lo_ * sv <= -lo_)
+                        m.addCons(hv - hi_ * sv <= 0)
+                        pre[v, f], h[v, f], s[v, f] = p, hv, sv
+            self.pre.append(pre)
+            self.h.append(h)
+            self.s.append(s)
+            prev_h, prev_lo, prev_hi = h, b.out_lo[l], b.out_hi[l]
+
+        # head
+        if net.task == GRAPH:
+            Fl = net.sage[-1].out_features
+            cur = []
+            for f in range(Fl):
+                p = m.addVar(f"pool_{f}", lb=float(b.out_lo[-1][:, f].sum()), ub=float(b.out_hi[-1][:, f].sum()))
+                m.addCons(p - quicksum(h[v, f] for v in range(n) if h[v, f] is not None) == 0)
+                cur.append(p)
+            self.pool = cur
+            self.dense_h: list[list] = []
+            self.dense_pre: list[list] = []
+            self.dense_s: list[list] = []
+            for d_i, d in enumerate(net.dense):
+                nxt, pres, ss = [], [], []
+                for f in range(d.weight.shape[0]):
+                    expr = quicksum(float(d.weight[f, g]) * cur[g] for g in range(len(cur)) if cur[g] is not None)
+                    lo_, hi_ = float(b.dense_pre_lo[d_i][f]), float(b.dense_pre_hi[d_i][f])
+                    if not d.relu or lo_ >= 0.0:
+                        p = m.addVar(f"dense{d_i}_{f}", lb=lo_, ub=hi_)
+                        m.addCons(p - expr == float(d.bias[f]))
+                        nxt.append(p), pres.append(p), ss.append(None)
+                    elif hi_ <= 0.0:
+                        nxt.append(None), pres.append(None), ss.append(None)
+                    else:
+                        p = m.addVar(f"densepre{d_i}_{f}", lb=None, ub=None)
+                        m.addCons(p - expr == float(d.bias[f]))
+                        hv = m.addVar(f"dense{d_i}_{f}", lb=0.0, ub=hi_)
+                        sv = m.addVar(f"denses{d_i}_{f}", vtype="B")
+                        m.addCons(hv - p >= 0)
+                        m.addCons(hv - p - lo_ * sv <= -lo_)
+                        m.addCons(hv - hi_ * sv <= 0)
+                        nxt.append(hv), pres.append(p), ss.append(sv)
+                self.dense_h.append(nxt)
+                self.dense_pre.append(pres)
+                self.dense_s.append(ss)
+                cur = nxt
+            logits = cur
+        else:
+            logits = list(h[space_target(self.space)])
+        self.logits = logits
+        obj = []
+        if logits[self.orig] is not None:
+            obj.append(logits[self.orig])
+        if logits[self.target] is not None:
+            obj.append(-1.0 * logits[self.target])
+        m.setObjective(quicksum(obj), "minimize")
+
+    # ------------------------------------------------------------------------------------------ start
+    def _forward_values(self, flips: np.ndarray, x: np.ndarray) -> "_Assignment":
+        """Values of every MIP variable for a given attack (used for the starting solution)."""
+        net, sp = self.net, self.space
+        adj = sp.flipped_adj(flips).astype(np.float64)
+        a_slot = adj[sp.slots[:, 0], sp.slots[:, 1]]
+        vals = _Assignment()
+        for s_i, var in enumerate(self.a):
+            if var is not None:
+                vals[var] = float(a_slot[s_i])
+        hprev = np.asarray(x, dtype=np.float64)
+        for v in range(sp.n):
+            for g in range(self.x.shape[1]):
+                if self.x[v, g] is not None:
+                    vals[self.x[v, g]] = float(hprev[v, g])
+        for l, layer in enumerate(net.sage):
+            z = self.z[l]
+            for mi, g in zip(*np.nonzero(_has(z))):
+                vals[z[mi, g]] = float(a_slot[sp.msg_slot[mi]] * hprev[sp.msg_src[mi], g])
+            pre = hprev @ layer.w_root.T + (adj.T @ hprev) @ layer.w_nbr.T + layer.bias
+            hcur = np.maximum(pre, 0.0) if layer.relu else pre
+            for v, f in zip(*np.nonzero(_has(self.pre[l]))):
+                vals[self.pre[l][v, f]] = float(pre[v, f])
+                vals[self.h[l][v, f]] = float(hcur[v, f])
+                if self.s[l][v, f] is not None:
+                    vals[self.s[l][v, f]] = 1.0 if pre[v, f] > 0 else 0.0
+            hprev = hcur
+        if net.task == GRAPH:
+            cur = hprev.sum(axis=0)
+            for f, p in enumerate(self.pool):
+                vals[p] = float(cur[f])
+            for d_i, d in enumerate(net.dense):
+                pre = d.weight @ cur + d.bias
+                cur = np.maximum(pre, 0.0) if d.relu else pre
+                for f in range(len(pre)):
+                    if self.dense_pre[d_i][f] is not None:
+                        vals[self.dense_pre[d_i][f]] = float(pre[f])
+                        vals[self.dense_h[d_i][f]] = float(cur[f])
+                    if self.dense_s[d_i][f] is not None:
+                        vals[self.dense_s[d_i][f]] = 1.0 if pre[f] > 0 else 0.0
+        return vals
+
+    def _add_clean_solution(self) -> None:
+        vals = self._forward_values(np.zeros(self.space.num_slots, dtype=bool), self.clean_x)
+        sol = self.model.createSol()
+        for var, val in vals.pairs:
+            self.model.setSolVal(sol, var, val)
+        self.model.addSol(sol, free=True)
+
+    # ------------------------------------------------------------------------------------------ solve
+    def solve(self, time_limit: float = 60.0, seed: int = 0, threads: int = 1, decision: bool = True,
+              clock: str = "wall", params: dict | None = None) -> SolveResult:
+        """Solve; ``decision=True`` stops once the sign of the optimum is proven (``limits/gap = inf``),
+        ``False`` solves to optimality (``limits/gap = 0``)."""
+        m = self.model
+        m.setParam("limits/time", float(time_limit))
+        m.setParam("limits/gap", 1e20 if decision else 0.0)
+        if not decision:
+            m.setParam("limits/absgap", 0.0)
+        m.setParam("randomization/randomseedshift", int(seed))
+        m.setParam("lp/threads", int(threads))
+        m.setParam("parallel/maxnthreads", int(threads))
+        m.setParam("timing/clocktype", 1 if clock == "cpu" else 2)
+        for k, v in (params or {}).items():
+            m.setParam(k, v)
+        m.optimize()
+        status = m.getStatus()
+        primal = m.getPrimalbound() if m.getNSols() > 0 else math.inf
+        dual = m.getDualbound()
+        flips = x = None
+        if m.getNSols() > 0:
+            best = m.getBestSol()
+            a = np.array([self.space.slot_present[s] if v is None else m.getSolVal(best, v) > 0.5
+                          for s, v in enumerate(self.a)], dtype=bool)
+            flips = a != self.space.slot_present
+            if not self.space.fixed_features:
+                x = self.clean_x.copy()
+                for v, g in zip(*np.nonzero(_has(self.x))):
+                    x[v, g] = m.getSolVal(best, self.x[v, g])
+        res = SolveResult(status=status, primal=float(primal), dual=float(dual), seconds=float(m.getSolvingTime()),
+                          build_seconds=self.build_seconds, nodes=int(m.getNNodes()),
+                          lp_iterations=int(m.getNLPIterations()), flips=flips, x=x)
+        if self.sepa is not None:
+            res.local_cuts, res.global_cuts = self.sepa.n_local, self.sepa.n_global
+            res.separator_calls = self.sepa.calls
+        return res
+
+    def free(self) -> None:
+        """Release SCIP's memory now (the model is unusable afterwards)."""
+        try:
+            self.model.freeProb()
+        except Exception:  # pragma: no cover - already freed
+            pass
+
+
+def space_target(space: AttackSpace) -> int:
+    if space.target_node is None:
+        raise ValueError("node classification needs a target node")
+    return int(space.target_node)
+
+
+# ---------------------------------------------------------------------------------------------- abt
+class _TopologySepa(Sepa):
+    """abt: at every node, topology bounds under the local adjacency fixings, then the ReLU rows (sparse
+    ``h <= U s``, dense ``h <= pre - L(1 - s)``) and the product rows with those local bounds, added as local
+    cuts below the root and as global (pool) cuts at the root (``sepa_relu_robustclassify.c``)."""
+
+    def __init__(self, mip: CertificationMIP) -> None:
+        self.mip = mip
+        self.n_local = self.n_global = self.calls = 0
+        self._ready = False
+
+    def sepainitsol(self) -> None:
+        m, mip = self.model, self.mip
+
+        def tr(arr):
+            out = np.empty(arr.shape, dtype=object)
+            for idx in zip(*np.nonzero(_has(arr))):
+                out[idx] = m.getTransformedVar(arr[idx])
+            return out
+
+        self.a = [None if v is None else m.getTransformedVar(v) for v in mip.a]
+        self.x = tr(mip.x)
+        self.h = [tr(a) for a in mip.h]
+        self.pre = [tr(a) for a in mip.pre]
+        self.s = [tr(a) for a in mip.s]
+        self.z = [tr(a) for a in mip.z]
+        # index lists of what can be separated
+        self.relu_idx = [np.argwhere(_has(s)) for s in self.s]
+        self.z_idx = [np.argwhere(_has(z)) for z in self.z]
+        self._ready = True
+
+    @staticmethod
+    def _local(v, present: bool = False) -> tuple[float, float]:
+        if v is None:  # frozen slot: its clean state
+            return (1.0, 1.0) if present else (0.0, 0.0)
+        if v.getStatus() == "MULTAGGR":
+            return 0.0, 1.0
+        return v.getLbLocal(), v.getUbLocal()
+
+    def sepaexeclp(self) -> dict:
+        if not self._ready:
+            return {"result": SCIP_RESULT.DIDNOTRUN}
+        self.calls += 1
+        m, mip, sp = self.model, self.mip, self.mip.space
+        pres = sp.slot_present
+        lohi = np.array([self._local(v, pres[s]) for s, v in enumerate(self.a)]).reshape(-1, 2)
+        x_lo = x_hi = None
+        if not sp.fixed_features:
+            x_lo, x_hi = sp.x_lb.copy(), sp.x_ub.copy()
+            for v, g in zip(*np.nonzero(_has(self.x))):
+                x_lo[v, g], x_hi[v, g] = self._local(self.x[v, g])
+        b = topology_bounds(mip.net, sp, lohi[:, 0], lohi[:, 1], x_lo, x_hi)
+        if b.infeasible:
+            return {"result": SCIP_RESULT.CUTOFF}
+        local = m.getDepth() > 0
+        added = 0
+        infeasible = False
+
+        def val(v) -> float:
+            return v.getLPSol()
+
+        def emit(name: str, terms: list, rhs: float) -> None:
+            nonlocal added, infeasible
+            row = m.createEmptyRowSepa(self, name, lhs=None, rhs=rhs, local=local, modifiable=False, removable=True)
+            m.cacheRowExtensions(row)
+            for var, c in terms:
+                m.addVarToRow(row, var, c)
+            m.flushRowExtensions(row)
+            if local:
+                infeasible |= bool(m.addCut(row, forcecut=False))
+                self.n_local += 1
+            else:
+                m.addPoolCut(row)
+                self.n_global += 1
+            m.releaseRow(row)
+            added += 1
+
+        for l in range(len(mip.net.sage)):
+            # ReLU rows with the local pre-activation bounds
+            idx = self.relu_idx[l]
+            if len(idx):
+                lo = b.pre_lo[l][idx[:, 0], idx[:, 1]]
+                hi = b.pre_hi[l][idx[:, 0], idx[:, 1]]
+                hv = np.array([val(self.h[l][v, f]) for v, f in idx])
+                sv = np.array([val(self.s[l][v, f]) for v, f in idx])
+                pv = np.array([val(self.pre[l][v, f]) for v, f in idx])
+                viol_sparse = hv - hi * sv
+                viol_dense = hv - pv + lo * (1.0 - sv)
+                for i in np.flatnonzero(viol_sparse > EFFICACY):
+                    v, f = idx[i]
+                    emit(f"relu_sparse_{l}_{v}_{f}", [(self.h[l][v, f], 1.0), (self.s[l][v, f], -float(hi[i]))], 0.0)
+                for i in np.flatnonzero(viol_dense > EFFICACY):
+                    v, f = idx[i]
+                    emit(f"relu_dense_{l}_{v}_{f}", [(self.h[l][v, f], 1.0), (self.pre[l][v, f], -1.0),
+                                                     (self.s[l][v, f], -float(lo[i]))], -float(lo[i]))
+            # product rows with the local bounds of h_u and z
+            zi = self.z_idx[l]
+            if len(zi):
+                mi, g = zi[:, 0], zi[:, 1]
+                src = sp.msg_src[mi]
+                prev = self.x if l == 0 else self.h[l - 1]
+                lh = (b.inp_lo if l == 0 else b.out_lo[l - 1])[src, g]
+                uh = (b.inp_hi if l == 0 else b.out_hi[l - 1])[src, g]
+                lz, uz = b.aux_lo[l][mi, g], b.aux_hi[l][mi, g]
+                zv = np.array([val(self.z[l][i, j]) for i, j in zi])
+                hvv = np.array([val(prev[u, j]) for u, j in zip(src, g)])
+                av = np.array([val(self.a[sp.msg_slot[i]]) for i in mi])
+                v1 = zv - hvv + lh * (1.0 - av)
+                v2 = -zv + hvv - uh * (1.0 - av)
+                v3 = zv - uz * av
+                v4 = -zv + lz * av
+                for k in np.flatnonzero(v1 > EFFICACY):
+                    zz, hh, aa = self.z[l][mi[k], g[k]], prev[src[k], g[k]], self.a[sp.msg_slot[mi[k]]]
+                    emit(f"aux1_{l}_{mi[k]}_{g[k]}", [(zz, 1.0), (hh, -1.0), (aa, -float(lh[k]))], -float(lh[k]))
+                for k in np.flatnonzero(v2 > EFFICACY):
+                    zz, hh, aa = self.z[l][mi[k], g[k]], prev[src[k], g[k]], self.a[sp.msg_slot[mi[k]]]
+                    emit(f"aux2_{l}_{mi[k]}_{g[k]}", [(zz, -1.0), (hh, 1.0), (aa, float(uh[k]))], float(uh[k]))
+                for k in np.flatnonzero(v3 > EFFICACY):
+                    zz, aa = self.z[l][mi[k], g[k]], self.a[sp.msg_slot[mi[k]]]
+                    emit(f"aux3_{l}_{mi[k]}_{g[k]}", [(zz, 1.0), (aa, -float(uz[k]))], 0.0)
+                for k in np.flatnonzero(v4 > EFFICACY):
+                    zz, aa = self.z[l][mi[k], g[k]], self.a[sp.msg_slot[mi[k]]]
+                    emit(f"aux4_{l}_{mi[k]}_{g[k]}", [(zz, -1.0), (aa, float(lz[k]))], 0.0)
+            if infeasible:
+                return {"result": SCIP_RESULT.CUTOFF}
+        return {"result": SCIP_RESULT.SEPARATED if added else SCIP_RESULT.DIDNOTFIND}
+
+
+__all__ = ["CertificationMIP", "SolveResult"]
