@@ -360,6 +360,7 @@ class CertificationMIP:
                 x = self.clean_x.copy()
                 for v, g in zip(*np.nonzero(_has(self.x))):
                     x[v, g] = m.getSolVal(best, self.x[v, g])
+                x = np.clip(x, self.space.x_lb, self.space.x_ub)  # SCIP may overshoot by its tolerance
         res = SolveResult(status=status, primal=float(primal), dual=float(dual), seconds=float(m.getSolvingTime()),
                           build_seconds=self.build_seconds, nodes=int(m.getNNodes()),
                           lp_iterations=int(m.getNLPIterations()), flips=flips, x=x)
