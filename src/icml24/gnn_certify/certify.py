@@ -9,6 +9,7 @@ flips the model does not confirm are never reported (the verdict is then ``unkno
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
@@ -257,7 +258,7 @@ def certify(model, data, *, budget: float | None = 0.1, global_budget: int | Non
             time_limit: float = 60.0, seed: int = 0, threads: int = 1, task: str | None = None,
             relu: Sequence[bool] | None = None, max_nodes: int = 64, decision: bool = True,
             clock: str = "wall", settings: str = "fast", scip_params: dict | None = None,
-            margin_tol: float = MARGIN_TOL) -> Report:
+            attack_first: bool = False, margin_tol: float = MARGIN_TOL) -> Report:
     """Prove that no allowed attack changes the model's prediction, or find one that does (paper §3).
 
     Parameters
@@ -294,6 +295,9 @@ def certify(model, data, *, budget: float | None = 0.1, global_budget: int | Non
         SCIP's clock for the time limit and reported times.
     settings : "fast" | "official"
         SCIP parameter preset (:data:`SETTINGS`); ``scip_params`` adds or overrides parameters.
+    attack_first : bool
+        Try the greedy attack of :mod:`~icml24.gnn_certify.attacks` before the MIP (not in the paper; fixed
+        features only). A re-checked attack ends that target with ``not_robust`` (status "greedy attack").
 
     Returns
     -------
@@ -336,6 +340,12 @@ def certify(model, data, *, budget: float | None = 0.1, global_budget: int | Non
     b = compute_bounds(net, space, bounds)
     certs = []
     for t in targets:
+        if attack_first and space.fixed_features:
+            cert = _greedy_certificate(module, net, space, x_full, subset, ei, n_full, orig, int(t), bounds, node,
+                                       clock, seed)
+            if cert is not None:
+                certs.append(cert)
+                continue
         mip = CertificationMIP(net, space, b, orig, int(t), separator=(bounds == "abt"), clean_x=x_sub)
         res = mip.solve(time_limit=time_limit, seed=seed, threads=threads, decision=decision, clock=clock,
                         params=params)
@@ -343,6 +353,25 @@ def certify(model, data, *, budget: float | None = 0.1, global_budget: int | Non
                                 margin_tol))
         mip.free()
     return Report(certificates=certs, predicted=orig, task=net.task)
+
+
+def _greedy_certificate(module, net, space, x_full, subset, ei, n_full, orig, target, mode, node, clock,
+                        seed) -> Certificate | None:
+    from .attacks import greedy_attack
+
+    clk = time.process_time if clock == "cpu" else time.perf_counter
+    t0 = clk()
+    margin, flips = greedy_attack(net, space, orig, target, restarts=3, seed=seed)
+    if not margin < 0 or not space.is_feasible(flips):
+        return None
+    pairs, added, removed, pei = _perturbed(space, flips, subset, ei, n_full)
+    checked = _model_margin(module, net, x_full, pei, orig, target, node)
+    if not checked < 0:
+        return None
+    return Certificate(verdict=NOT_ROBUST, predicted=orig, target=target, bounds=mode, margin_lower=-math.inf,
+                       margin_upper=float(margin), seconds=clk() - t0, build_seconds=0.0, nodes=0, lp_iterations=0,
+                       status="greedy attack", global_budget=space.global_budget, flips=pairs, added=added,
+                       removed=removed, checked_margin=checked, perturbed_edge_index=pei)
 
 
 def _interpret(res: SolveResult, module, net, space, x_full, subset, ei, n_full, orig, target, mode, node,

@@ -50,7 +50,7 @@ class Run:
 
 def certify_mutag(indices: Sequence[int], modes: Sequence[str], *, budget: float, strength: int,
                   time_limit: float, settings: str = "fast", seed: int = 0, label_shift: int = 1,
-                  progress=None) -> list[Run]:
+                  attack_first: bool = False, progress=None) -> list[Run]:
     """Certify the paper's MUTAG model on MUTAG graphs with every mode (official instance generation:
     ``Delta = ceil(budget * |edge_index|)``, ``Q_v = max(0, deg - maxdeg + strength)``, target
     ``(label + label_shift) mod C``)."""
@@ -61,7 +61,8 @@ def certify_mutag(indices: Sequence[int], modes: Sequence[str], *, budget: float
         target = (inst.label + label_shift) % inst.num_classes
         for mode in modes:
             rep = certify(model, inst.data, budget=budget, strength=strength, target=target, bounds=mode,
-                          time_limit=time_limit, seed=seed, clock="cpu", settings=settings)
+                          time_limit=time_limit, seed=seed, clock="cpu", settings=settings,
+                          attack_first=attack_first)
             c = rep.certificates[0]
             runs.append(Run(instance=i, nodes_in_graph=int(inst.data.num_nodes), mode=mode, verdict=c.verdict,
                             seconds=c.seconds, build_seconds=c.build_seconds, nodes=c.nodes,

@@ -145,11 +145,10 @@ class AttackSpace:
         f = f[None] if single else f
         out = np.broadcast_to(self.adj, (f.shape[0], self.n, self.n)).copy()
         u, v = self.slots[:, 0], self.slots[:, 1]
-        for b in range(f.shape[0]):
-            s = f[b]
-            out[b, u[s], v[s]] ^= True
-            if not self.directed:
-                out[b, v[s], u[s]] ^= True
+        b, s = np.nonzero(f)
+        out[b, u[s], v[s]] ^= True
+        if not self.directed:
+            out[b, v[s], u[s]] ^= True
         return out[0] if single else out
 
     def is_feasible(self, flips: np.ndarray) -> bool:
