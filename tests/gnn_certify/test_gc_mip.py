@@ -37,10 +37,12 @@ def test_optimum_and_abt_local_cuts(seed):
 
 def test_greedy_attack_never_claims_robustness():
     hits = 0
-    for seed in range(6):
+    for seed in range(4):
         net, data = synthetic_case(seed, n=6)
         space, x, _, _ = build_space(net, data, global_budget=2, strength=2)
-        c = int(np.argmax(net.forward(x, space.adj.astype(float))))
+        logits = net.forward(x, space.adj.astype(float))
+        c = int(np.argmax(logits))
+        net.dense[-1].bias[c] -= 0.8 * (logits[c] - logits[1 - c])  # a small margin: attacks exist
         m, flips = greedy_attack(net, space, c, 1 - c, restarts=2, seed=seed)
         bf, _ = brute_force_minimum(net, space, c, 1 - c)
         assert space.is_feasible(flips) and m >= bf - 1e-9  # an attack, never better than the optimum
@@ -77,8 +79,8 @@ def test_benchmark_runs(tmp_path, capsys):
     spec = importlib.util.spec_from_file_location("bench_gc", ROOT / "benchmarks" / "gnn_certify.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    assert bench.main(["--graphs", "16", "--budget", "0.02", "--time-limit", "20", "--modes", "basic", "sbt",
+    assert bench.main(["--graphs", "16", "--budget", "0.02", "--time-limit", "20", "--modes", "sbt",
                        "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "threads: 1" in out and "sbt/basic" in out
+    assert "threads: 1" in out and "decided" in out
     assert list(tmp_path.glob("*-bench-gnn_certify/results.json"))

@@ -115,3 +115,43 @@ def test_feature_box_verdicts(seed):
                 flips = space.sample_flips(rng)
                 out = net.forward(space.sample_features(rng), space.flipped_adj(flips).astype(np.float64))
                 assert out[report.predicted] > out[cert.target]
+
+
+class _TwoDense(torch.nn.Module):
+    """A user's own module: two sum-SAGE layers, add-pool, Linear - ReLU - Linear head."""
+
+    def __init__(self):
+        super().__init__()
+        from torch_geometric.nn import SAGEConv
+
+        self.conv1 = SAGEConv(3, 4, aggr="sum")
+        self.act = torch.nn.ReLU()
+        self.conv2 = SAGEConv(4, 4, aggr="sum")
+        self.lin1 = torch.nn.Linear(4, 4)
+        self.act2 = torch.nn.ReLU()
+        self.lin2 = torch.nn.Linear(4, 2)
+
+    def forward(self, x, edge_index, batch=None):
+        from torch_geometric.nn import global_add_pool
+
+        h = self.conv2(self.act(self.conv1(x, edge_index)), edge_index)
+        return self.lin2(self.act2(self.lin1(global_add_pool(h, batch))))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_dense_relu_head(seed):
+    rng = np.random.default_rng(seed)
+    torch.manual_seed(seed)
+    model = _TwoDense().eval()
+    n = 6
+    adj = np.triu(rng.random((n, n)) < 0.45, 1)
+    adj = adj | adj.T
+    x = rng.integers(0, 2, (n, 3)).astype(np.float32)
+    data = Data(x=torch.tensor(x), edge_index=torch.tensor(np.stack(np.nonzero(adj)), dtype=torch.long))
+    _shrink_margin(model.lin2.bias, run_model(model, x, data.edge_index, "graph"), rng)
+    net = network_from_module(model)
+    assert [d.relu for d in net.dense] == [True, False] and [s.relu for s in net.sage] == [True, False]
+    with single_thread():
+        report = certify(model, data, global_budget=2, strength=2, bounds=MODES[seed])
+    space, _, _, _ = build_space(net, data, global_budget=2, strength=2)
+    assert _check_report(model, net, data, report, space) == len(report.certificates)

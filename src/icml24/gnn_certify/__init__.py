@@ -1,17 +1,34 @@
 """gnn_certify: exact robustness verification of message-passing GNNs by MIP with topology-based bounds.
 
 "Verifying message-passing neural networks via topology-based bounds tightening" (Hojny, Zhang, Campos,
-Misener; ICML 2024; arXiv 2402.13937; official code github.com/christopherhojny/SCIP-MPNN).
+Misener; ICML 2024; arXiv 2402.13937; official code github.com/christopherhojny/SCIP-MPNN, read at 0b8d73c).
 
 >>> from icml24.gnn_certify import certify, SAGEGraphClassifier
 >>> report = certify(model, data, budget=0.1, strength=2, bounds="sbt")      # doctest: +SKIP
 >>> report.verdict, report.certificates[0].flips                              # doctest: +SKIP
 
 - :func:`certify` -- the MIP of the paper solved by SCIP (PySCIPOpt); bounds ``basic`` / ``sbt`` / ``abt``.
-- :func:`topology_bounds` (sbt, and abt under local fixings), :func:`basic_bounds` (the baseline).
+- :func:`topology_bounds` (sbt, and abt under local fixings), :func:`basic_bounds` (the baseline),
+  :func:`brute_force_minimum` (the exact reference for small budgets).
 - :func:`load_model_json`, :func:`read_instance`, :func:`mutag_model`, :func:`mutag_instance` -- the official
-  artefacts.
-- :class:`SAGEGraphClassifier`, :class:`SAGENodeClassifier` -- the official architectures in PyG.
+  artefacts; :class:`SAGEGraphClassifier`, :class:`SAGENodeClassifier` -- the official architectures in PyG.
+
+Deviations from the official code (each is also noted where it is implemented):
+
+- SCIP 10 through PySCIPOpt instead of the C plugin on SCIP 8; default ``settings="fast"`` also switches off
+  SCIP's aggregation (c-MIR) separator, which spends most of the root time on these models; ``"official"``
+  keeps SCIP's defaults. The official ``.set`` files only choose the bounds and the separator (``bounds=``).
+- Input bounds: sbt uses the feature box itself (official: clipped to [0, 1]); basic uses the hull of [0, 1]
+  and the box (official: [0, 1], i.e. ``useinputbasedbounds = FALSE``); identical for the paper's binary
+  features, sound for others.
+- Equivalent reformulations in the MIP (explicit pre-activation variables, stable ReLUs without binaries,
+  unflippable slots as constants, node classification restricted to what reaches the target) and a starting
+  solution (the clean graph): see :mod:`icml24.gnn_certify.mip`.
+- Feature boxes are modelled in the MIP (the official MIP asserts fixed inputs).
+- Graph classification refuses self-loops, directed and duplicate edges (the official code ignores
+  self-loops and symmetrises the edge list); a ``robust`` verdict needs a dual bound > 1e-6 and a
+  ``not_robust`` one an attack the user's PyG model confirms, otherwise the verdict is ``unknown``.
+- ``attack_first=True`` adds a greedy attack before the MIP (not in the paper; off by default).
 """
 
 from .baselines import basic_bounds, brute_force_minimum, margins

@@ -13,7 +13,8 @@ For a SAGE layer, node ``v`` and output feature ``f`` (``gnn_bounds_robustclassi
    adverse ones (negative for a lower bound) are added.
 
 ReLU clips the pre-activation bounds; the product ``z_{v,u} = a_{uv} h_u`` gets ``[min(0, L_u), max(0, U_u)]``
-while ``a_{uv}`` is free and the exact ``[L_u, U_u]`` / ``[0, 0]`` once it is fixed to 1 / 0. Global add-pool
+while ``a_{uv}`` is free and the exact ``[L_u, U_u]`` / ``[0, 0]`` once it is fixed to 1 / 0 (the official
+graph-classification code keeps the upper end ``U_u`` for a pair fixed to 0, a looser but valid bound). Global add-pool
 sums node bounds; dense layers use interval arithmetic.
 
 The official code lets the input features be in ``[max(0, lb), min(1, ub)]`` (inputs scaled to [0, 1]); we use

@@ -15,10 +15,18 @@ Faithful to the official model, with these equivalent reformulations (same optim
   the sum inside two ReLU rows); SCIP's presolve aggregates it away;
 - a ReLU whose bounds are already >= 0 (or <= 0) is the identity (or 0) instead of a binary fixed by its bounds;
   products with an output fixed to 0 are omitted; the official code creates and fixes them;
+- slots that no feasible attack can flip (an endpoint with ``Q_v = 0``, or ``Delta = 0``) are constants instead
+  of binaries that SCIP's presolve would fix (the official code creates them; the sbt bounds, like the
+  official ones, still count them as attackable, while abt sees them fixed as the official separator does
+  after presolve);
 - the layer-1 sum over fixed input features is linear in ``a`` (as in the official code); with feature boxes
   (the paper's encoding, not the official experiments) the input gets variables and products too;
 - node classification: only the nodes within reach of the target node are modelled (arcs are only deleted,
   so the others cannot influence its logits); the official code models the whole 2-hop subgraph.
+
+Additions: the unperturbed graph is handed to SCIP as a starting solution (SCIP then stops as soon as the
+dual bound turns positive); abt separates LP solutions only (the official separator also has an
+``execsol`` callback for arbitrary solutions, which SCIP's default plugins rarely call).
 """
 
 from __future__ import annotations
@@ -409,6 +417,13 @@ class _TopologySepa(Sepa):
         self.pre = [tr(a) for a in mip.pre]
         self.s = [tr(a) for a in mip.s]
         self.z = [tr(a) for a in mip.z]
+        self.dense = []  # (layer, feature, h, pre, s) of dense ReLUs with a binary (official separatedense)
+        if mip.net.task == GRAPH:
+            for d_i in range(len(mip.net.dense)):
+                for f, sv in enumerate(mip.dense_s[d_i]):
+                    if sv is not None:
+                        self.dense.append((d_i, f, m.getTransformedVar(mip.dense_h[d_i][f]),
+                                           m.getTransformedVar(mip.dense_pre[d_i][f]), m.getTransformedVar(sv)))
         # index lists of what can be separated
         self.relu_idx = [np.argwhere(_has(s)) for s in self.s]
         self.z_idx = [np.argwhere(_has(z)) for z in self.z]
@@ -508,6 +523,15 @@ class _TopologySepa(Sepa):
                     emit(f"aux4_{l}_{mi[k]}_{g[k]}", [(zz, -1.0), (aa, float(lz[k]))], 0.0)
             if infeasible:
                 return {"result": SCIP_RESULT.CUTOFF}
+        for d_i, f, hv, pv, sv in self.dense:  # dense-layer ReLUs (official separateCutsLayerDense)
+            lo, hi = float(b.dense_pre_lo[d_i][f]), float(b.dense_pre_hi[d_i][f])
+            h_, p_, s_ = val(hv), val(pv), val(sv)
+            if h_ - hi * s_ > EFFICACY:
+                emit(f"relu_dense_sparse_{d_i}_{f}", [(hv, 1.0), (sv, -hi)], 0.0)
+            if h_ - p_ + lo * (1.0 - s_) > EFFICACY:
+                emit(f"relu_dense_dense_{d_i}_{f}", [(hv, 1.0), (pv, -1.0), (sv, -lo)], -lo)
+        if infeasible:
+            return {"result": SCIP_RESULT.CUTOFF}
         return {"result": SCIP_RESULT.SEPARATED if added else SCIP_RESULT.DIDNOTFIND}
 
 

@@ -193,7 +193,7 @@ def _run_exactness(scale: Scale, seed: int) -> dict[str, float]:
     _, net = mutag_model()
     graphs = scale.pick([4], [0, 4], list(range(20)))
     k = scale.pick(6, 6, 8)
-    synthetic = scale.pick(2, 6, 50)
+    synthetic = scale.pick(1, 6, 50)
     limit = scale.pick(30.0, 30.0, 300.0)
     real = [(f"mutag{i}[:{k}]", net, mutag_subgraph(i, k)) for i in graphs]
     fake = [(f"random{seed}_{j}", *synthetic_case(1000 * seed + j)) for j in range(synthetic)]
