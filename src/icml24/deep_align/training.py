@@ -16,8 +16,11 @@ Augmentation of ``pa`` (official ``MatchingModelsDataset`` defaults): Gaussian n
 tensor's std, weight dropout 5e-2 (inverted-dropout scaling), positive per-neuron rescaling in ``[0.9, 1.1]``
 (a ReLU symmetry), and zeroing of the entries whose magnitude is below a random quantile in ``[0, 0.1]``.
 
-Model selection as in the official trainer: every ``eval_every`` steps the reconstruction loss of fixed
-validation pairs is computed with hard (Hungarian) permutations at ``alpha = 0.5``; the best state is kept.
+Model selection as in the official trainer: every ``eval_every`` steps the reconstruction loss of validation
+pairs is computed with hard (Hungarian) permutations at ``alpha = 0.5``; the best state is kept. Deviation: the
+official pairs each validation network with one random other and one image batch of 32 per evaluation; with our
+10 validation networks that choice is too noisy to select by, so we use every pair of validation networks (at
+most ``max_val_pairs``) and 512 images (``max(16 * image_batch_size, 512)``), fixed for the whole run.
 """
 
 from __future__ import annotations
@@ -65,9 +68,10 @@ class TrainConfig:
     quantile_dropout: float = 0.1
     eval_every: int = 50
     schedule: str = "constant"
+    max_val_pairs: int = 64
 
     def __post_init__(self) -> None:
-        for name in ("steps", "batch_size", "image_batch_size", "n_sink", "eval_every"):
+        for name in ("steps", "batch_size", "image_batch_size", "n_sink", "eval_every", "max_val_pairs"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise InputError(f"{name} must be a positive integer, got {v!r}")
@@ -220,8 +224,13 @@ def fit(model: DeepAlignNet, train: WeightBatch, x: torch.Tensor, y: torch.Tenso
         if val.widths != model.widths:
             raise InputError(f"the validation networks have widths {val.widths}, the model aligns {model.widths}")
         xv, yv = (x_val, y_val) if x_val is not None else (x, y)
-        vb_idx = (torch.arange(val.size) + 1 + torch.randint(max(val.size - 1, 1), (val.size,), generator=vg)) % val.size
-        vx_idx = torch.randperm(len(xv), generator=vg)[: 4 * cfg.image_batch_size]
+        if val.size < 2:
+            raise InputError("validation needs at least two networks")
+        # fixed validation pairs: every pair of validation networks, at most max_val_pairs of them at random
+        pairs = torch.combinations(torch.arange(val.size), 2)
+        pairs = pairs[torch.randperm(len(pairs), generator=vg)[: cfg.max_val_pairs]]
+        va, vb = val[pairs[:, 0]], val[pairs[:, 1]]
+        vx_idx = torch.randperm(len(xv), generator=vg)[: max(16 * cfg.image_batch_size, 512)]
     best, best_state = float("inf"), copy.deepcopy(model.state_dict())
     order = torch.randperm(N, generator=g)
     cursor = 0
@@ -254,7 +263,7 @@ def fit(model: DeepAlignNet, train: WeightBatch, x: torch.Tensor, y: torch.Tenso
         hist.steps.append({"step": step, "loss": float(loss.detach()), "sup": float(sup.detach()),
                            "lmc": float(lmc.detach()), "l2": float(l2.detach())})
         if val is not None and (step % cfg.eval_every == 0 or step == cfg.steps):
-            ev = evaluate(model, val, val[vb_idx], xv[vx_idx], yv[vx_idx], cfg, torch.Generator().manual_seed(seed + 2))
+            ev = evaluate(model, va, vb, xv[vx_idx], yv[vx_idx], cfg, torch.Generator().manual_seed(seed + 2))
             ev["step"] = step
             hist.evals.append(ev)
             if ev["recon"] <= best:

@@ -136,6 +136,7 @@ def train_zoo(n: int = 80, *, widths: Sequence[int] = (64, 32, 32, 10), val: int
     if data.num_features != widths[0] or data.num_classes != widths[-1]:
         raise InputError(f"widths {widths} do not fit the data ({data.num_features} features, "
                          f"{data.num_classes} classes)")
+    splits = _split(n, val, test, seed)  # validate the split before training
     seeds = tuple(1000 * seed + i for i in range(n))
     if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
         raise InputError(f"batch_size must be a positive integer or None, got {batch_size!r}")
@@ -143,7 +144,7 @@ def train_zoo(n: int = 80, *, widths: Sequence[int] = (64, 32, 32, 10), val: int
                       batch_size=batch_size, seed=seed)
     with torch.no_grad():
         loss, acc = loss_and_accuracy(nets, data.x_test, data.y_test)
-    return Zoo(nets, data, _split(n, val, test, seed), seeds, loss, acc)
+    return Zoo(nets, data, splits, seeds, loss, acc)
 
 
 __all__ = ["Zoo", "train_zoo", "init_mlps", "train_mlps"]
