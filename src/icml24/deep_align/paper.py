@@ -61,11 +61,14 @@ class Settings:
     data: str = "digits"
 
 
-# The encoder is the official DWS architecture shrunk for CPU time: 16 channels instead of 64, 2 hidden DWS
-# layers instead of 4, 32 output features instead of 128, DeepSets set layers instead of set attention,
-# mean pooling instead of max (the official --reduction option "mean"); training uses lr 1e-2 instead of 5e-4
-# because it runs for hundreds of steps instead of 100 epochs over thousands of networks, with 16 pairs a step.
-# SMOKE halves the encoder again (8 channels, 16 output features) so that its training fits in a test.
+# The encoder is the official DWS architecture (diagonal, hnp, per-layer input down-sampling to 8, BatchNorm)
+# shrunk for CPU time: 16 channels instead of 64, 2 hidden DWS layers instead of 4, 32 output features instead
+# of 128, DeepSets set layers instead of set attention, mean pooling instead of max (the official --reduction
+# option "mean"; max plateaued at a 30-60 % higher barrier in our budget). Training uses lr 1e-2 instead of
+# 5e-4 because it runs for 300 steps of 16 pairs instead of 100 epochs over thousands of networks.
+# SMOKE halves the encoder again (8 channels, 16 output features) so that its training fits in a test; its
+# 16 training networks and 120 steps leave the aligner under-trained, so the smoke-scale quality check is
+# sensitive to the seed (it holds for seeds 0 and 1, not 2); QUICK is the scale the claims are judged at.
 _ENC = dict(hidden=16, n_hidden=2, output_features=32, set_layer="ds", reduction="mean")
 SETTINGS = {
     Scale.SMOKE: Settings(28, 4, 8, 100, (64, 32, 32, 10), {**_ENC, "hidden": 8, "output_features": 16},
