@@ -55,6 +55,9 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--scan-widths", type=int, nargs="*", default=[32, 64, 128],
+                    help="hidden widths for the time-per-pair scan (untrained encoder, random networks)")
+    ap.add_argument("--scan-pairs", type=int, default=8)
     ap.add_argument("--out", default="runs")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -139,16 +142,43 @@ def main(argv=None) -> int:
     print(f"  training Deep-Align once cost {t_train:.1f} s = the time Weight Matching needs for "
           f"{1e3 * t_train / ms['wm']:.0f} pairs")
 
+    scan = _width_scan(args, quick) if args.scan_widths else []
+
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     run = Path(args.out) / f"{stamp}-bench-deep_align"
     run.mkdir(parents=True, exist_ok=True)
     result = {"args": vars(args), "env": environment(), "pairs": n, "sr_pairs": k_sr, "ms_per_pair": ms,
               "barrier_auc": bars, "ratios": ratios, "sr_equal_time_steps": eq_steps, "zoo_seconds": t_zoo,
-              "train_seconds": t_train, "widths": list(quick.widths), "encoder": quick.encoder}
+              "train_seconds": t_train, "widths": list(quick.widths), "encoder": quick.encoder,
+              "width_scan": scan}
     atomic_write_json(run / "results.json", result)
     _plot(run, ms, bars)
     print(f"\nwrote {run / 'results.json'}")
     return 0
+
+
+def _width_scan(args, quick) -> list[dict]:
+    """Time per pair against the hidden width ``w`` of MLPs ``64 -> w -> w -> 10``: Deep-Align's encoder (same
+    configuration, untrained: the time does not depend on the weights) plus Hungarian, batched, vs Weight
+    Matching on freshly initialised networks (its sweeps, hence its time, depend on the weights)."""
+    from icml24.deep_align.zoo import init_mlps
+
+    print(f"\ntime per pair vs hidden width (64 -> w -> w -> 10, {args.scan_pairs} random pairs, untrained encoder):")
+    print(f"{'w':>6}{'DA batched ms':>15}{'WM ms':>10}{'WM sweeps':>11}{'WM / DA':>9}")
+    rows = []
+    for w in args.scan_widths:
+        widths = (quick.widths[0], w, w, quick.widths[-1])
+        nets = init_mlps(widths, range(args.seed * 1000, args.seed * 1000 + 2 * args.scan_pairs))
+        A, B = nets[torch.arange(args.scan_pairs)], nets[torch.arange(args.scan_pairs, 2 * args.scan_pairs)]
+        al = DeepAlign(widths, seed=args.seed, **quick.encoder)
+        _, t_da = _median_time(lambda: al.align_batch(A, B), args.repeats)
+        wm, t_wm = _median_time(lambda: [weight_matching(A[k], B[k], seed=k) for k in range(A.size)], args.repeats)
+        row = {"width": w, "da_batched_ms": 1e3 * t_da / A.size, "wm_ms": 1e3 * t_wm / A.size,
+               "wm_sweeps": sum(r.sweeps for r in wm) / len(wm)}
+        rows.append(row)
+        print(f"{w:>6}{row['da_batched_ms']:>15.2f}{row['wm_ms']:>10.2f}{row['wm_sweeps']:>11.1f}"
+              f"{row['wm_ms'] / row['da_batched_ms']:>8.2f}x")
+    return rows
 
 
 def _plot(run: Path, ms: dict, bars: dict) -> None:
