@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import math
 import statistics
 import time
 from pathlib import Path

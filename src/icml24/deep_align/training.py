@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from ..errors import InputError
 from .encoder import DeepAlignNet
 from .sinkhorn import hungarian, sinkhorn
-from .weights import (WeightBatch, forward, invert, lerp, loss_and_accuracy, permute_hard, permute_soft,
+from .weights import (WeightBatch, forward, invert, lerp, permute_hard, permute_soft,
                       random_perms)
 
 log = logging.getLogger(__name__)
