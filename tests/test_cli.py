@@ -153,3 +153,11 @@ def test_resume_refuses_unreadable_results(tmp_path, toy):
     before = results.read_text()
     assert main(["verify", "--resume", str(run_dir)]) == 2
     assert results.read_text() == before
+
+
+def test_gnn_certify_verb_is_wired(tmp_path):
+    proc = run_cli("gnn-certify", "--model", str(tmp_path / "missing.json"), "--graph", str(tmp_path / "g.gcinfo"),
+                   module=True)
+    assert proc.returncode == 2 and proc.stderr.startswith("error: ") and "missing.json" in proc.stderr
+    helped = run_cli("gnn-certify", "--help", module=True)
+    assert helped.returncode == 0 and "--bounds" in helped.stdout
