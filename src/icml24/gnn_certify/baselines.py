@@ -44,11 +44,7 @@ def basic_bounds(net: SageNetwork, space: AttackSpace, input_based: bool = False
         else:  # every u != v
             pre_lo = layer.bias + r_lo + (tot_lo[None, :] - c_lo)
             pre_hi = layer.bias + r_hi + (tot_hi[None, :] - c_hi)
-        b.pre_lo.append(pre_lo)
-        b.pre_hi.append(pre_hi)
-        lo, hi = (np.maximum(pre_lo, 0.0), np.maximum(pre_hi, 0.0)) if layer.relu else (pre_lo, pre_hi)
-        b.out_lo.append(lo)
-        b.out_hi.append(hi)
+        lo, hi = b.add_layer(pre_lo, pre_hi, layer.relu)
     return propagate_head(net, space, b)
 
 

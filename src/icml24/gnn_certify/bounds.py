@@ -61,6 +61,15 @@ class Bounds:
     logit_hi: np.ndarray | None = None
     infeasible: bool = False
 
+    def add_layer(self, pre_lo: np.ndarray, pre_hi: np.ndarray, relu: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Record a SAGE layer's pre-activation bounds and return its output bounds (after the ReLU, if any)."""
+        self.pre_lo.append(pre_lo)
+        self.pre_hi.append(pre_hi)
+        lo, hi = (np.maximum(pre_lo, 0.0), np.maximum(pre_hi, 0.0)) if relu else (pre_lo, pre_hi)
+        self.out_lo.append(lo)
+        self.out_hi.append(hi)
+        return lo, hi
+
     def widths(self) -> np.ndarray:
         """All SAGE pre-activation widths, flattened (the quantity the tightness claim compares)."""
         return np.concatenate([(hi - lo).ravel() for lo, hi in zip(self.pre_lo, self.pre_hi)])
@@ -175,11 +184,7 @@ def topology_bounds(net: SageNetwork, space: AttackSpace, slot_lo: np.ndarray | 
         pre_lo = base_lo + _k_most(d_lo, dst[fr], k, n, lower=True)
         pre_hi = base_hi + _k_most(d_hi, dst[fr], k, n, lower=False)
         pre_hi = np.maximum(pre_hi, pre_lo)  # only an infeasible node could cross them
-        b.pre_lo.append(pre_lo)
-        b.pre_hi.append(pre_hi)
-        lo, hi = (np.maximum(pre_lo, 0.0), np.maximum(pre_hi, 0.0)) if layer.relu else (pre_lo, pre_hi)
-        b.out_lo.append(lo)
-        b.out_hi.append(hi)
+        lo, hi = b.add_layer(pre_lo, pre_hi, layer.relu)
     return propagate_head(net, space, b)
 
 
