@@ -1,4 +1,4 @@
-"""Benchmark: SEED-GNN vs EGNN vs whole-GNN fine-tuning, per-edit cost on the paper's protocol.
+"""Benchmark: SEED-GNN vs EGNN vs whole-GNN fine-tuning vs GRE / GRE+, per-edit cost on the paper's protocol.
 
 One process prepares the graph, the pretrained backbone and the 50 targets; each editor then runs the same
 sequence in a forked child (so that its peak memory is the child's high-water resident set, reset when it
@@ -64,7 +64,8 @@ def main(argv=None) -> int:
     ctx = mp.get_context("fork")
     rows = {}
     runs = (("seed", "seed", {}), ("seed-quirk", "seed", {"official_neighbor_quirk": True}),
-            ("seed-autograd", "seed", {"fast": False}), ("egnn", "egnn", {}), ("finetune", "finetune", {}))
+            ("seed-autograd", "seed", {"fast": False}), ("egnn", "egnn", {}), ("finetune", "finetune", {}),
+            ("gre", "gre", {}), ("gre+", "gre+", {}))
     for name, kind, kwargs in runs:
         reps = []
         for _ in range(args.repeats):

@@ -64,7 +64,7 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     e.add_argument("--data", default="auto", choices=["auto", "cora", "csbm"],
                    help="cora (data root), csbm (synthetic), auto (cora when present)")
     e.add_argument("--model", default="gcn", choices=["gcn", "sage", "gin"])
-    e.add_argument("--editor", default="seed", choices=["seed", "egnn", "finetune"])
+    e.add_argument("--editor", default="seed", choices=["seed", "egnn", "finetune", "gre", "gre+"])
     e.add_argument("--edits", type=int, default=50, help="number of sequential edits (default 50)")
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--official-quirk", action="store_true", help="reproduce the official neighbour-index bug")

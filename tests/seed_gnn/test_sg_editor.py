@@ -199,3 +199,66 @@ def test_fused_steps_equal_autograd_steps(graph):
     torch.testing.assert_close(a.logits(), b.logits(), rtol=1e-4, atol=1e-5)
     sa, sb = a.optimizer.state_dict()["state"], b.optimizer.state_dict()["state"]
     assert sa.keys() == sb.keys() and all(float(sa[k]["step"]) == float(sb[k]["step"]) for k in sa)
+
+
+# ------------------------------------------------------------------------------------------- GRE
+def test_rewire_removes_conflict_and_matches_closed_form():
+    from icml24.seed_gnn import rewire
+
+    g = torch.Generator().manual_seed(0)
+    for _ in range(20):
+        grad = torch.randn(30, generator=g, dtype=torch.float64)
+        anchors = torch.randn(3, 30, generator=g, dtype=torch.float64)
+        out = rewire(grad, anchors, gamma=0.0)
+        assert (anchors @ out >= -1e-9).all()  # no anchor loss increases to first order
+        # optimality of the projection: out - grad is a non-negative combination of the anchors
+        # and it is orthogonal to the active ones (KKT); compare with a single-anchor closed form too
+        one = rewire(grad, anchors[:1], gamma=0.0)
+        a = anchors[0]
+        expected = grad + max(0.0, float(-(a @ grad) / (a @ a))) * a
+        torch.testing.assert_close(one, expected)
+        assert float(a @ one) >= -1e-9
+    # no conflict: the gradient is only scaled by 1 / (1 + gamma)
+    grad = torch.ones(5, dtype=torch.float64)
+    torch.testing.assert_close(rewire(grad, torch.eye(5, dtype=torch.float64)[:2], gamma=1.0), grad / 2)
+
+
+def test_gre_editor_edits_its_copy_and_keeps_anchor_loss(graph):
+    from icml24.seed_gnn import GREEditor
+
+    data, gnn, nodes, labels = graph
+    before = params(gnn)
+    ed = GREEditor(gnn, data, splits=2)
+    recs = ed.edit_many(nodes[:4], labels[:4])
+    assert all(torch.equal(a, b) for a, b in zip(before, params(gnn)))
+    assert len(recs) == 4 and all(r.steps <= 10 for r in recs)
+    assert ed.anchor_gradients().shape[0] == 2
+    ed.undo(1)
+    assert len(ed.log) == 1
+
+
+def test_gre_rewiring_changes_the_step_and_quirk_does_not(graph):
+    from icml24.seed_gnn import GREEditor
+
+    data, gnn, nodes, labels = graph
+    fine = FineTuneEditor(gnn, data, max_steps=10)
+    quirk = GREEditor(gnn, data, gamma=0.0, official_quirk=True)
+    gre = GREEditor(gnn, data, gamma=0.0)
+    node, label = nodes[0], labels[0]
+    fine.edit(node, label)
+    quirk.edit(node, label)
+    gre.edit(node, label)
+    # the official GRE class steps on the unprojected gradient: exactly plain fine-tuning (same Adam, steps)
+    for a, b in zip(fine.model.parameters(), quirk.model.parameters()):
+        torch.testing.assert_close(a, b)
+    assert any(not torch.allclose(a, b) for a, b in zip(fine.model.parameters(), gre.model.parameters()))
+
+
+def test_gre_bad_input(graph):
+    from icml24.seed_gnn import GREEditor
+
+    data, gnn, _, _ = graph
+    with pytest.raises(InputError, match="gamma"):
+        GREEditor(gnn, data, gamma=-1.0)
+    with pytest.raises(InputError, match="splits"):
+        GREEditor(gnn, data, splits=0)

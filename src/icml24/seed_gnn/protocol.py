@@ -8,6 +8,8 @@ accuracy before the MLP warm-up; the success rate after edit i is over all targe
 
 from __future__ import annotations
 
+import functools
+
 import logging
 
 import torch
@@ -17,13 +19,14 @@ from torch_geometric.data import Data
 from ..data import csbm, planetoid
 from ..errors import DataUnavailable, InputError
 from ..nn.gnn import PretrainResult, build_backbone, pretrain_inductive
-from .baselines import EGNNEditor, FineTuneEditor
+from .baselines import EGNNEditor, FineTuneEditor, GREEditor
 from .editor import EditRecord, SeedGNNEditor, SequentialEditor, check_graph, gnn_outputs
 
 log = logging.getLogger(__name__)
 
 CSBM_SNR = 0.12
-EDITORS = {"seed": SeedGNNEditor, "egnn": EGNNEditor, "finetune": FineTuneEditor}
+EDITORS = {"seed": SeedGNNEditor, "egnn": EGNNEditor, "finetune": FineTuneEditor, "gre": GREEditor,
+           "gre+": functools.partial(GREEditor, splits=3)}
 
 
 def _train_rest_split(data: Data, num_val: int, num_test: int, seed: int) -> Data:
