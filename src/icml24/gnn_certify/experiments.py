@@ -54,23 +54,53 @@ def certify_mutag(indices: Sequence[int], modes: Sequence[str], *, budget: float
     """Certify the paper's MUTAG model on MUTAG graphs with every mode (official instance generation:
     ``Delta = ceil(budget * |edge_index|)``, ``Q_v = max(0, deg - maxdeg + strength)``, target
     ``(label + label_shift) mod C``)."""
-    model, net = mutag_model()
-    runs: list[Run] = []
+    model, _ = mutag_model()
+    cases = []
     for i in indices:
         inst = mutag_instance(i)
-        target = (inst.label + label_shift) % inst.num_classes
+        cases.append((i, inst.data, (inst.label + label_shift) % inst.num_classes))
+    return certify_cases(model, cases, modes, budget=budget, strength=strength, time_limit=time_limit,
+                         settings=settings, seed=seed, attack_first=attack_first, progress=progress)
+
+
+def certify_cases(model, cases: Sequence[tuple[int, object, int]], modes: Sequence[str], *, strength: int,
+                  time_limit: float, budget: float | None = None, global_budget: int | None = None,
+                  settings: str = "fast", seed: int = 0, attack_first: bool = False, progress=None) -> list[Run]:
+    """Certify ``model`` on each ``(instance id, graph, target class)`` with every mode (SCIP's CPU clock)."""
+    runs: list[Run] = []
+    for i, data, target in cases:
         for mode in modes:
-            rep = certify(model, inst.data, budget=budget, strength=strength, target=target, bounds=mode,
-                          time_limit=time_limit, seed=seed, clock="cpu", settings=settings,
+            rep = certify(model, data, budget=budget, global_budget=global_budget, strength=strength, target=target,
+                          bounds=mode, time_limit=time_limit, seed=seed, clock="cpu", settings=settings,
                           attack_first=attack_first)
             c = rep.certificates[0]
-            runs.append(Run(instance=i, nodes_in_graph=int(inst.data.num_nodes), mode=mode, verdict=c.verdict,
+            runs.append(Run(instance=i, nodes_in_graph=int(data.num_nodes), mode=mode, verdict=c.verdict,
                             seconds=c.seconds, build_seconds=c.build_seconds, nodes=c.nodes,
                             dual=c.margin_lower, primal=c.margin_upper, budget=c.global_budget, flips=len(c.flips),
                             local_cuts=c.local_cuts, global_cuts=c.global_cuts))
             if progress is not None:
                 progress(runs[-1])
     return runs
+
+
+def robust_subgraphs(indices: Sequence[int], k: int, global_budget: int, strength: int = 2,
+                     label_shift: int = 1) -> list[tuple[int, object, int]]:
+    """The robust instances among the subgraphs of MUTAG graphs ``indices`` on their first ``k`` nodes: those whose
+    brute-force minimum margin over every feasible flip set (``Delta = global_budget``) is positive. Returns
+    ``(graph index, subgraph, target)`` cases for :func:`certify_cases`; they are chosen by that exact test
+    alone, before any solver runs."""
+    _, net = mutag_model()
+    out = []
+    for i in indices:
+        data = mutag_subgraph(i, k)
+        if data.edge_index.shape[1] == 0:
+            continue
+        space, x, _, _ = build_space(net, data, global_budget=global_budget, strength=strength)
+        c = int(np.argmax(net.forward(x, space.adj.astype(np.float64))))
+        t = (c + label_shift) % net.num_classes
+        if brute_force_minimum(net, space, c, t)[0] > 0:
+            out.append((i, data, t))
+    return out
 
 
 def speed_summary(runs: Sequence[Run], modes: Sequence[str] = ("basic", "sbt", "abt")) -> dict[str, float]:
@@ -194,6 +224,6 @@ def as_dicts(rows) -> list[dict]:
     return [asdict(r) for r in rows]
 
 
-__all__ = ["sgm", "Run", "certify_mutag", "speed_summary", "runs_table", "mutag_subgraph", "synthetic_case", "ExactCase",
+__all__ = ["sgm", "Run", "certify_mutag", "certify_cases", "robust_subgraphs", "speed_summary", "runs_table", "mutag_subgraph", "synthetic_case", "ExactCase",
            "exactness_cases", "as_dicts", "TIME_SHIFT"]
 
