@@ -51,3 +51,10 @@ def test_wrong_model_file(tmp_path):
     args.model = str(bad)
     with pytest.raises(InputError, match="m.json"):
         certify_command(args)
+
+
+def test_attack_first_decides_at_the_issue_budget_without_scip(capsys):
+    # graph 16 at 10 %: the greedy attack finds a flip set; it is re-checked on the PyG model, SCIP never runs
+    assert certify_command(_args("--budget", "0.1", "--attack-first", "--json")) == EXIT_NOT_ROBUST
+    cert = json.loads(capsys.readouterr().out)["certificates"][0]
+    assert cert["status"] == "greedy attack" and cert["nodes"] == 0 and cert["checked_margin"] < 0

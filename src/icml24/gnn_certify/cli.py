@@ -35,6 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=1, help="SCIP/LP threads (default 1)")
     p.add_argument("--seed", type=int, default=0, help="SCIP random seed shift (default 0)")
     p.add_argument("--max-nodes", type=int, default=64, help="refuse larger graphs (default 64)")
+    p.add_argument("--attack-first", action="store_true",
+                   help="try a fast greedy attack before the MIP (not in the paper; it can only find not_robust)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--out", default=None, metavar="FILE.json", help="also write the report to this file")
     return p
@@ -80,7 +82,7 @@ def certify_command(args: argparse.Namespace) -> int:
         report = certify(model, inst.data, budget=None if args.global_budget is not None else args.budget,
                          global_budget=args.global_budget, strength=args.strength, target=target, node=node,
                          bounds=args.bounds, time_limit=args.time_limit, seed=args.seed, threads=args.threads,
-                         max_nodes=args.max_nodes, settings=args.settings)
+                         max_nodes=args.max_nodes, settings=args.settings, attack_first=args.attack_first)
     payload = {"model": str(Path(args.model)), "graph": str(Path(args.graph)), "bounds": args.bounds,
                "settings": args.settings, "predicted": report.predicted, "instance_label": inst.label,
                "verdict": report.verdict, "certificates": [c.as_dict() for c in report.certificates]}
