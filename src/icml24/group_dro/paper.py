@@ -13,6 +13,14 @@ sampling seed is ``seed + 1``.
    lies within 0.25 of 0.5, i.e. closer to the prediction than to "no gain" (0) or "linear gain" (1).
 3. ``alem-beats-smd-mero``: at an equal IFO budget, ALEM's worst-group excess risk is below that of the
    two-stage SMD approach to MERO (abstract: ALEM's rate "surpassing the rates of existing methods").
+
+Measured (2026-11-29, seed 0, quick): claims 1 and 2 do not hold. ALEG needs 678k IFO to gap 1e-3 at m = 16,
+the one-level method 470k; the IFO ratio one-level / ALEG is 1.17, 0.76, 0.86, 0.84 over m = 4..32 (slope
+-0.12). On this problem the theory's own constants predict almost no gain (slope 0.12: with ``D = 5`` the
+w-block term ``D^2 L^2`` dominates both Lipschitz constants, and the sqrt(m) gain lives in the q-block). With
+``W = {||w|| <= 1}`` the constants do predict sqrt(m) (slope 0.49), yet the tuned methods still show none
+(slope 0.08 at 1e-3; ``benchmarks/group_dro.py --radius 1``). The gain the analysis proves is one of
+worst-case step sizes; once each method's step is tuned, the one-level estimator is as good here.
 """
 
 from __future__ import annotations
