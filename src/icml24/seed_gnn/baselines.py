@@ -79,17 +79,25 @@ class FineTuneEditor(SequentialEditor):
         y = torch.tensor([label])
         if int(self.logits()[node].argmax()) == label:
             return 0, 1, 0
+        self._start_edit()
         x, ei, at = self._receptive_field(node)
         steps = 0
         for steps in range(1, self.max_steps + 1):
             self.optimizer.zero_grad()
             out = self.model(x, ei)[[at]]
             done = bool(out.argmax(-1).item() == label)
-            F.cross_entropy(out, y).backward()
+            self._set_gradients(F.cross_entropy(out, y))
             self.optimizer.step()
             if done:
                 break
         return steps, 1, 0
+
+    def _start_edit(self) -> None:
+        """Hook run once per edit before its first step (GRE takes its anchor gradients here)."""
+
+    def _set_gradients(self, loss: Tensor) -> None:
+        """Fill ``p.grad`` for the optimizer step from the target's loss (plain fine-tuning: its gradient)."""
+        loss.backward()
 
     def _receptive_field(self, node: int) -> tuple[Tensor, Tensor, int]:
         """Features, edges and the target's position of the subgraph a step needs (the whole graph if
@@ -182,26 +190,14 @@ class GREEditor(FineTuneEditor):
             rows.append(self._flat_grad(F.cross_entropy(out[chunk], self._train_y[chunk])))
         return torch.stack(rows)
 
-    def _edit(self, node: int, label: int, index: int) -> tuple[int, int, int]:
-        self.model.eval()
-        y = torch.tensor([label])
-        if int(self.logits()[node].argmax()) == label:
-            return 0, 1, 0
-        anchors = self.anchor_gradients()
-        x, ei, at = self._receptive_field(node)
-        steps = 0
-        for steps in range(1, self.max_steps + 1):
-            self.optimizer.zero_grad()
-            out = self.model(x, ei)[[at]]
-            done = bool(out.argmax(-1).item() == label)
-            g = self._flat_grad(F.cross_entropy(out, y))
-            if not self.official_quirk or self.splits > 1:
-                g = rewire(g, anchors, self.gamma)
-            offset = 0
-            for p in self._params:
-                p.grad = g[offset:offset + p.numel()].view_as(p).clone()
-                offset += p.numel()
-            self.optimizer.step()
-            if done:
-                break
-        return steps, 1, 0
+    def _start_edit(self) -> None:
+        self._anchors = self.anchor_gradients()
+
+    def _set_gradients(self, loss: Tensor) -> None:
+        g = self._flat_grad(loss)
+        if not self.official_quirk or self.splits > 1:
+            g = rewire(g, self._anchors, self.gamma)
+        offset = 0
+        for p in self._params:
+            p.grad = g[offset:offset + p.numel()].view_as(p).clone()
+            offset += p.numel()
