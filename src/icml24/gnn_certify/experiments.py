@@ -95,12 +95,19 @@ def robust_subgraphs(indices: Sequence[int], k: int, global_budget: int, strengt
         data = mutag_subgraph(i, k)
         if data.edge_index.shape[1] == 0:
             continue
-        space, x, _, _ = build_space(net, data, global_budget=global_budget, strength=strength)
-        c = int(np.argmax(net.forward(x, space.adj.astype(np.float64))))
-        t = (c + label_shift) % net.num_classes
-        if brute_force_minimum(net, space, c, t)[0] > 0:
+        _, _, _, t, minimum = brute_force_case(net, data, global_budget, strength, label_shift)
+        if minimum > 0:
             out.append((i, data, t))
     return out
+
+
+def brute_force_case(net, data, global_budget: int, strength: int, label_shift: int = 1):
+    """``(space, x, prediction, target, minimum)``: the attack space of ``data`` at ``Delta = global_budget``, the
+    clean prediction, the target ``(prediction + label_shift) mod C`` and the brute-force minimum margin."""
+    space, x, _, _ = build_space(net, data, global_budget=global_budget, strength=strength)
+    c = int(np.argmax(net.forward(x, space.adj.astype(np.float64))))
+    t = (c + label_shift) % net.num_classes
+    return space, x, c, t, brute_force_minimum(net, space, c, t)[0]
 
 
 def speed_summary(runs: Sequence[Run], modes: Sequence[str] = ("basic", "sbt", "abt")) -> dict[str, float]:
@@ -205,11 +212,7 @@ def exactness_cases(cases: Sequence[tuple[str, object, object]], budgets: Sequen
     out: list[ExactCase] = []
     for name, net, data in cases:
         for g in budgets:
-            space, x, _, _ = build_space(net, data, global_budget=g, strength=strength)
-            logits = net.forward(x, space.adj.astype(np.float64))
-            c = int(np.argmax(logits))
-            t = (c + 1) % net.num_classes
-            bf, _ = brute_force_minimum(net, space, c, t)
+            space, x, c, t, bf = brute_force_case(net, data, g, strength)
             for mode in modes:
                 mip = CertificationMIP(net, space, compute_bounds(net, space, mode), c, t, separator=(mode == "abt"),
                                        clean_x=x)
@@ -224,6 +227,6 @@ def as_dicts(rows) -> list[dict]:
     return [asdict(r) for r in rows]
 
 
-__all__ = ["sgm", "Run", "certify_mutag", "certify_cases", "robust_subgraphs", "speed_summary", "runs_table", "mutag_subgraph", "synthetic_case", "ExactCase",
-           "exactness_cases", "as_dicts", "TIME_SHIFT"]
+__all__ = ["sgm", "Run", "certify_mutag", "certify_cases", "robust_subgraphs", "brute_force_case", "speed_summary",
+           "runs_table", "mutag_subgraph", "synthetic_case", "ExactCase", "exactness_cases", "as_dicts", "TIME_SHIFT"]
 

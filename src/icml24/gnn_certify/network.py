@@ -34,6 +34,20 @@ GRAPH, NODE = "graph", "node"
 
 
 # ------------------------------------------------------------------------------------------- PyG modules
+def _sum_sage_stack(who: str, in_channels: int, num_classes: int, hidden_channels: int, num_layers: int,
+                    relu: Sequence[bool] | None, dims: list[int]) -> tuple[tuple[bool, ...], nn.ModuleList]:
+    """Validated ReLU flags (default: after all but the last layer) and ``SAGEConv(aggr="sum")`` layers of widths
+    ``dims``."""
+    from torch_geometric.nn import SAGEConv
+
+    if min(in_channels, num_classes, hidden_channels, num_layers) < 1:
+        raise InputError(f"{who}: channels, classes and layers must be >= 1")
+    flags = tuple(bool(r) for r in (relu if relu is not None else [True] * (num_layers - 1) + [False]))
+    if len(flags) != num_layers:
+        raise InputError(f"relu must have {num_layers} entries, got {len(flags)}")
+    return flags, nn.ModuleList(SAGEConv(a, b, aggr="sum") for a, b in zip(dims[:-1], dims[1:]))
+
+
 class SAGEGraphClassifier(nn.Module):
     """The official graph-classification MPNN: sum-SAGE layers, ReLU after all but the last, global
     add-pool, dropout, one dense layer (``generate_basic_instance_files_graphclassification.py``).
@@ -55,15 +69,8 @@ class SAGEGraphClassifier(nn.Module):
     def __init__(self, in_channels: int, num_classes: int, hidden_channels: int = 16, num_layers: int = 3,
                  relu: Sequence[bool] | None = None, dropout: float = 0.5) -> None:
         super().__init__()
-        from torch_geometric.nn import SAGEConv
-
-        if min(in_channels, num_classes, hidden_channels, num_layers) < 1:
-            raise InputError("SAGEGraphClassifier: channels, classes and layers must be >= 1")
-        self.relu = tuple(bool(r) for r in (relu if relu is not None else [True] * (num_layers - 1) + [False]))
-        if len(self.relu) != num_layers:
-            raise InputError(f"relu must have {num_layers} entries, got {len(self.relu)}")
-        dims = [in_channels] + [hidden_channels] * num_layers
-        self.convs = nn.ModuleList(SAGEConv(a, b, aggr="sum") for a, b in zip(dims[:-1], dims[1:]))
+        self.relu, self.convs = _sum_sage_stack("SAGEGraphClassifier", in_channels, num_classes, hidden_channels,
+                                                num_layers, relu, [in_channels] + [hidden_channels] * num_layers)
         self.dropout = float(dropout)
         self.lin = nn.Linear(hidden_channels, num_classes)
 
@@ -86,15 +93,9 @@ class SAGENodeClassifier(nn.Module):
     def __init__(self, in_channels: int, num_classes: int, hidden_channels: int = 32, num_layers: int = 2,
                  relu: Sequence[bool] | None = None, dropout: float = 0.5) -> None:
         super().__init__()
-        from torch_geometric.nn import SAGEConv
-
-        if min(in_channels, num_classes, hidden_channels, num_layers) < 1:
-            raise InputError("SAGENodeClassifier: channels, classes and layers must be >= 1")
-        self.relu = tuple(bool(r) for r in (relu if relu is not None else [True] * (num_layers - 1) + [False]))
-        if len(self.relu) != num_layers:
-            raise InputError(f"relu must have {num_layers} entries, got {len(self.relu)}")
         dims = [in_channels] + [hidden_channels] * (num_layers - 1) + [num_classes]
-        self.convs = nn.ModuleList(SAGEConv(a, b, aggr="sum") for a, b in zip(dims[:-1], dims[1:]))
+        self.relu, self.convs = _sum_sage_stack("SAGENodeClassifier", in_channels, num_classes, hidden_channels,
+                                                num_layers, relu, dims)
         self.dropout = float(dropout)
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
