@@ -22,8 +22,8 @@ issue's 10 % budget most graphs stay undecided for a minute here (the benchmark 
 20 graphs at 10 %), so the claim adds a robust arm: the subgraphs on the first 8 nodes of MUTAG graphs 0-19
 that brute-force enumeration proves robust at Delta = 1 (graphs 7 and 14; the whole graphs at paper scale),
 where deciding means proving a positive dual bound. The exactness claim needs optimality proofs, which take
-seconds even on 6-node subgraphs with the MUTAG model (width 16, 3 layers), so it adds random models of the official architecture
-(width 8) where Delta = 2 stays cheap.
+seconds even on 6-node subgraphs with the MUTAG model (width 16, 3 layers), so it adds random models of the
+official architecture (width 8) where Delta = 2 stays cheap.
 """
 
 from __future__ import annotations

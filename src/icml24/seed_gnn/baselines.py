@@ -117,7 +117,6 @@ class FineTuneEditor(SequentialEditor):
         self.optimizer.load_state_dict(state["optimizer"])
 
 
-
 def rewire(grad_target: Tensor, anchors: Tensor, gamma: float = 1.0) -> Tensor:
     """GRE's rewired gradient (Jiang et al. 2024, the official ``GRE_Plus.project_grad``).
 
@@ -131,8 +130,7 @@ def rewire(grad_target: Tensor, anchors: Tensor, gamma: float = 1.0) -> Tensor:
     A = anchors.detach().double().reshape(-1, g.numel())
     if A.shape[0] == 1:
         aa = float(A[0] @ A[0])
-        v = torch.tensor([max(0.0, -float(A[0] @ g) / aa)], dtype=torch.float64) if aa > 0 else torch.zeros(1,
-                                                                                                        dtype=torch.float64)
+        v = torch.tensor([max(0.0, -float(A[0] @ g) / aa) if aa > 0 else 0.0], dtype=torch.float64)
     else:
         v = torch.from_numpy(nnls(A.T.numpy(), -g.numpy())[0])
     return ((g + A.T @ v) / (1.0 + gamma)).to(grad_target.dtype)

@@ -3,9 +3,9 @@
 Protocol as the official code: a backbone pretrained inductively on Cora (official split: train_rest, 500
 validation, 500 test), 50 misclassified validation nodes edited one after another, drawdown (DD) against the
 plain GNN's test accuracy, success rate (SR) over all targets so far. The three editors run on the same
-pretrained GNN and the same targets in one call, with GRE (whole-GNN fine-tuning with rewired gradients,
-a later peer) measured beside them and reported, not judged. Drawdown is compared by its mean over the sequence (the
-paper's "Avg DD"); DD at edits 1/10/25/50 and the max are reported beside it.
+pretrained GNN and the same targets in one call, with GRE (whole-GNN fine-tuning with rewired gradients, a
+later peer) measured beside them and reported, not judged. Drawdown is compared by its mean over the sequence
+(the paper's "Avg DD"); DD at edits 1/10/25/50 and the max are reported beside it.
 """
 
 from __future__ import annotations
