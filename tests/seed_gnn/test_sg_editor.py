@@ -262,3 +262,17 @@ def test_gre_bad_input(graph):
         GREEditor(gnn, data, gamma=-1.0)
     with pytest.raises(InputError, match="splits"):
         GREEditor(gnn, data, splits=0)
+
+
+@pytest.mark.parametrize("grad, anchors, gamma, what", [
+    (torch.ones(4), torch.ones(2, 3), 1.0, "anchors must be"),
+    (torch.ones(4), torch.ones(0, 4), 1.0, "anchors must be"),
+    (torch.tensor([1.0, float("nan"), 0.0, 0.0]), torch.ones(1, 4), 1.0, "finite"),
+    (torch.ones(4), torch.ones(1, 4), -0.5, "gamma"),
+    ([1.0, 2.0], torch.ones(1, 2), 1.0, "tensors"),
+])
+def test_rewire_bad_input(grad, anchors, gamma, what):
+    from icml24.seed_gnn import rewire
+
+    with pytest.raises(InputError, match=what):
+        rewire(grad, anchors, gamma)

@@ -126,14 +126,22 @@ def rewire(grad_target: Tensor, anchors: Tensor, gamma: float = 1.0) -> Tensor:
     (the dual of the projection; the official code hands the same quadratic programme to ``qpsolvers``, here
     ``scipy.optimize.nnls`` solves it exactly; ``K = 1`` has the closed form ``v = max(0, -<a, g> / ||a||^2)``).
     """
-    g = grad_target.detach().double()
+    if not isinstance(grad_target, Tensor) or not isinstance(anchors, Tensor):
+        raise InputError("grad_target and anchors must be torch tensors")
+    g = grad_target.detach().double().reshape(-1)
+    if anchors.dim() not in (1, 2) or anchors.shape[-1] != g.numel() or anchors.numel() == 0:
+        raise InputError(f"anchors must be [K, {g.numel()}] (one row per anchor gradient), got {tuple(anchors.shape)}")
+    if not (bool(torch.isfinite(g).all()) and bool(torch.isfinite(anchors).all())):
+        raise InputError("grad_target and anchors must be finite (no NaN or inf)")
+    if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not math.isfinite(gamma) or gamma < 0:
+        raise InputError(f"gamma must be a finite number >= 0, got {gamma!r}")
     A = anchors.detach().double().reshape(-1, g.numel())
     if A.shape[0] == 1:
         aa = float(A[0] @ A[0])
         v = torch.tensor([max(0.0, -float(A[0] @ g) / aa) if aa > 0 else 0.0], dtype=torch.float64)
     else:
         v = torch.from_numpy(nnls(A.T.numpy(), -g.numpy())[0])
-    return ((g + A.T @ v) / (1.0 + gamma)).to(grad_target.dtype)
+    return ((g + A.T @ v) / (1.0 + gamma)).to(grad_target.dtype).view_as(grad_target)
 
 
 class GREEditor(FineTuneEditor):
