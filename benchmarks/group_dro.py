@@ -2,14 +2,19 @@
 baseline, on the spec's synthetic multi-group problem for several numbers of groups m.
 
 Every method runs on the same problems in this one process, with its step factor tuned by the same
-procedure on the same grid (icml24.group_dro.compare.tune). Prints, per m and method, the IFO to each target
-(in passes over the data, N = m n), the ratio to ALEG's IFO (> 1: ALEG needs fewer), the tuned step factor
-and wall time; then the one-level / ALEG ratio against sqrt(m) and against what the problem's own theory
-constants predict. Saves results.json and a PNG under runs/<UTC time>-bench-group_dro/.
+procedure on the same grid (icml24.group_dro.compare.tune), or all at one fixed factor (--gamma). Prints,
+per m and method, the IFO to each target (in passes over the data, N = m n), the ratio to ALEG's IFO (> 1:
+ALEG needs fewer), the step factor and wall time; then the one-level / ALEG ratio against sqrt(m) and
+against what the problem's own theory constants predict. Saves results.json and a PNG under runs/<UTC time>-bench-group_dro/.
 
     python benchmarks/group_dro.py                       # m in 4, 8, 16, 32; one seed; ~5-8 minutes
     python benchmarks/group_dro.py --ms 4,16 --seeds 0,1 --targets 1e-2
     python benchmarks/group_dro.py --radius 1 --methods aleg,one_level_vr   # where theory predicts sqrt(m)
+    python benchmarks/group_dro.py --radius 1 --methods aleg,one_level_vr --gamma 0.99 --targets 1e-2
+                                                     # the analysis' own steps, untuned
+
+Beside the measured ratios it prints what the two estimators' measured second moments (near ALEG's solution)
+predict for the one-level / ALEG ratio, in the paper's l_inf norm on q and in the entropy's local norm.
 """
 
 from __future__ import annotations
@@ -37,12 +42,16 @@ def main(argv=None) -> int:
     ap.add_argument("--targets", default="1e-2,1e-3", help="duality-gap targets")
     ap.add_argument("--cap", type=int, default=1000, help="IFO budget per run, in passes over the data")
     ap.add_argument("--pilot", type=int, default=25, help="pilot budget of the step tuning, in passes")
+    ap.add_argument("--gamma", type=float, default=None,
+                    help="run every method at this fixed step factor instead of tuning it (0.99: the analysis' "
+                         "own steps)")
     ap.add_argument("--methods", default="aleg,one_level_vr,smd,mirror_prox,online_group_dro")
     ap.add_argument("--out", default="runs", help="folder for the run directory")
     args = ap.parse_args(argv)
 
     from icml24.group_dro import synthetic_problem
-    from icml24.group_dro.compare import GDRO_METHODS, tune
+    from icml24.group_dro import aleg
+    from icml24.group_dro.compare import GDRO_METHODS, measure, moments_near, tune
     from icml24.group_dro.mirror import Geometry
     from icml24.runs import atomic_write_bytes, atomic_write_json, environment
     from icml24.threads import limit_threads
@@ -64,20 +73,25 @@ def main(argv=None) -> int:
             for seed in seeds:
                 p = synthetic_problem(m, args.n, args.d, radius=args.radius, seed=seed)
                 N = p.n_total
-                geo = Geometry(p)
-                theory = geo.lipschitz_one_level() / geo.lipschitz_group_sampled() / math.sqrt(m)
+                theory = Geometry(p).one_level_ratio()
                 for meth in methods:
                     t0 = time.perf_counter()
-                    tuned = tune(p, meth, targets=targets, max_ifo=args.cap * N, pilot=args.pilot * N,
-                                 seed=seed + 1)
-                    row = {"m": m, "seed": seed, "method": meth, "N": N, "gamma": tuned.best.gamma,
+                    if args.gamma is None:
+                        best = tune(p, meth, targets=targets, max_ifo=args.cap * N, pilot=args.pilot * N,
+                                    seed=seed + 1).best
+                    else:
+                        best = measure(p, meth, args.gamma, targets=targets, max_ifo=args.cap * N, seed=seed + 1)
+                    row = {"m": m, "seed": seed, "method": meth, "N": N, "gamma": best.gamma,
                            "seconds": round(time.perf_counter() - t0, 2), "theory_ratio_one_level": theory,
-                           "final_gap": tuned.best.final_gap}
+                           "final_gap": best.final_gap}
                     for t in targets:
-                        row[f"ifo@{t:g}"] = tuned.ifo(t)
+                        row[f"ifo@{t:g}"] = best.hits[t]
+                    if meth == "aleg":  # the estimators' second moments near ALEG's solution
+                        near = aleg(p, epochs=20, gamma=best.gamma, seed=seed + 1)
+                        row.update(moments_near(p, near.w, near.q, seed=seed))
                     results["rows"].append(row)
-                    results["curves"][f"{m}/{seed}/{meth}"] = tuned.best.curve
-                    print(f"  m={m:<3d} seed={seed} {meth:17s} gamma={tuned.best.gamma:<8.3g} "
+                    results["curves"][f"{m}/{seed}/{meth}"] = best.curve
+                    print(f"  m={m:<3d} seed={seed} {meth:17s} gamma={best.gamma:<8.3g} "
                           + " ".join(f"IFO@{t:g}={_passes(row[f'ifo@{t:g}'], N)}" for t in targets)
                           + f"  ({row['seconds']:.1f} s)", flush=True)
 
@@ -119,6 +133,13 @@ def main(argv=None) -> int:
                   f"(sqrt(m): 0.50; this problem's theory constants: {tslope:.2f})")
             results[f"slope@{t:g}"] = slope
             results["theory_slope"] = tslope
+        for norm, what in (("inf", "the paper's l_inf norm on q"), ("local", "the entropy's local norm on q")):
+            pred = [float(np.median([x[f"pred_ratio_{norm}"] for x in results["rows"]
+                                     if x["m"] == m and x["method"] == "aleg"])) for m in ms]
+            slope = float(np.polyfit(np.log(ms), np.log(pred), 1)[0])
+            results[f"moments_slope_{norm}"] = slope
+            print(f"  predicted by the estimators' measured second moments in {what}: "
+                  f"{', '.join(_ratio(v) for v in pred)}; slope {slope:.2f}")
 
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = Path(args.out) / f"{stamp}-bench-group_dro"

@@ -193,3 +193,59 @@ def test_per_sample_gradients_match_finite_differences(loss):
         e[k] = h
         num = (p.sample_eval(w + e, pos)[0] - p.sample_eval(w - e, pos)[0]) / (2 * h)
         np.testing.assert_allclose(grad[:, k], num, atol=1e-6)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), sizes=st.lists(st.integers(1, 3), min_size=2, max_size=3), loss=loss_st)
+def test_estimator_moments_match_exact_enumeration(seed, sizes, loss):
+    """estimator_moments' closed forms against every draw of both estimators, weighted by its probability."""
+    from icml24.group_dro.compare import estimator_moments
+
+    p = tiny_problem(seed, sizes, loss=loss)
+    rng = np.random.default_rng(seed + 3)
+    w, q = random_point(p, rng)
+    w_bar, q_bar = random_point(p, rng)
+    mo = estimator_moments(p, w, q, w_bar, q_bar)
+    gw = gi = gl = 0.0
+    count = 0
+    for js in itertools.product(*[range(n) for n in sizes]):
+        pos = p.offsets + np.array(js)
+        aw, aq = group_sampled_operator(p, w, q, pos)
+        bw, bq = group_sampled_operator(p, w_bar, q_bar, pos)
+        gw += np.sum((aw - bw) ** 2)
+        gi += np.max(np.abs(aq - bq)) ** 2
+        gl += q @ (aq - bq) ** 2
+        count += 1
+    ow = oi = ol = 0.0
+    for i, n in enumerate(sizes):
+        for j in range(n):
+            aw, aq = one_level_operator(p, w, q, i, int(p.offsets[i] + j))
+            bw, bq = one_level_operator(p, w_bar, q_bar, i, int(p.offsets[i] + j))
+            prob = 1.0 / (p.m * n)
+            ow += prob * np.sum((aw - bw) ** 2)
+            oi += prob * np.max(np.abs(aq - bq)) ** 2
+            ol += prob * q @ (aq - bq) ** 2
+    got = (mo.group_w, mo.group_q_inf, mo.group_q_local, mo.one_level_w, mo.one_level_q_inf, mo.one_level_q_local)
+    np.testing.assert_allclose(got, (gw / count, gi / count, gl / count, ow, oi, ol), rtol=1e-9, atol=1e-12)
+    # in the entropy's local norm the one-level q-block moment is exactly m times the group-sampled one
+    assert mo.one_level_q_local == pytest.approx(p.m * mo.group_q_local, rel=1e-12, abs=1e-15)
+
+
+def test_estimator_moments_predictions_and_input_checks():
+    from icml24.errors import InputError
+    from icml24.group_dro import synthetic_problem
+    from icml24.group_dro.compare import estimator_moments, moments_near
+
+    p = synthetic_problem(8, 30, 5, radius=1.0, seed=0)
+    w, q = p.domain.center, np.full(8, 1 / 8)
+    near = moments_near(p, w + 0.1, q, directions=3)
+    assert set(near) == {"pred_ratio_inf", "pred_ratio_local", "q_inf_ratio", "w_ratio"}
+    # the paper's norm sees an up to m^2 larger q-block for the one-level estimator; the local norm exactly m
+    assert p.m < near["q_inf_ratio"] <= p.m ** 2
+    assert near["pred_ratio_inf"] > near["pred_ratio_local"] > 0
+    with pytest.raises(InputError, match="w, w_bar must have 5 entries and q, q_bar 8"):
+        estimator_moments(p, w, q[:3], w, q)
+    with pytest.raises(InputError, match="finite points"):
+        estimator_moments(p, w * np.nan, q, w, q)
+    with pytest.raises(InputError, match="directions must be a positive integer"):
+        moments_near(p, w, q, directions=0)

@@ -25,8 +25,10 @@ from typing import Callable
 
 import numpy as np
 
+from ..errors import InputError
 from .aleg import aleg, alem
 from .baselines import mirror_prox, one_level_vr, online_group_dro, smd, smd_mero
+from .mirror import check_count
 from .problem import GroupProblem
 from .reference import duality_gap
 
@@ -170,6 +172,101 @@ def tune(problem: GroupProblem, method: str, *, targets: tuple[float, ...], max_
     return Tuned(min(runs, key=key), runs, scores)
 
 
+# ------------------------------------------------------------------------------------ estimator moments
+@dataclass
+class Moments:
+    """Exact second moments of the difference ``F_xi(z) - F_xi(z_bar)`` (the same draw at both points) of the
+    group-sampled estimator (one sample from every group) and of the one-level estimator (one sample
+    ``(i, j)``, weighted by ``m``): what the variance-reduced methods' step sizes must absorb.
+
+    ``w``: ``E ||dg_w||^2``; ``q_inf``: ``E ||dg_q||_inf^2`` (the norm of the paper's analysis);
+    ``q_local``: ``E sum_i q_i dg_{q,i}^2``, the local norm of the entropy at ``q``, which is what an
+    exponentiated-gradient step actually feels while ``eta ln(m) |dg_q|`` is small.
+    """
+
+    group_w: float
+    group_q_inf: float
+    group_q_local: float
+    one_level_w: float
+    one_level_q_inf: float
+    one_level_q_local: float
+    m: int
+    D2: float
+    lnm: float
+
+    def total(self, estimator: str, norm: str) -> float:
+        """``D^2 E||dg_w||^2 + ln m E||dg_q||^2`` in the ``inf`` or ``local`` q-norm (the dual norm of the
+        distance-generating function of :mod:`~icml24.group_dro.mirror`)."""
+        w = getattr(self, f"{estimator}_w")
+        q = getattr(self, f"{estimator}_q_{norm}")
+        return self.D2 * w + self.lnm * q
+
+    def predicted_ifo_ratio(self, norm: str) -> float:
+        """IFO(one-level) / IFO(ALEG) predicted by the variance-reduced mirror-prox bound
+        ``IFO ~ cost_per_step * sqrt(K) * L / eps`` with ``L^2`` the measured second moment:
+        ``sqrt(M_one / M_group) / sqrt(m)`` (one-level: ``K = N``, 1 IFO a step; ALEG: ``K = N / m``, ``m``)."""
+        return math.sqrt(self.total("one_level", norm) / self.total("group", norm)) / math.sqrt(self.m)
+
+
+def estimator_moments(problem: GroupProblem, w, q, w_bar, q_bar) -> Moments:
+    """Exact :class:`Moments` of both estimators between ``z = (w, q)`` and ``z_bar = (w_bar, q_bar)``.
+
+    Exact expectations over the draws (2 full passes, not counted as IFO): the one-level terms and every
+    local-norm term in closed form; the group-sampled ``E max_i b_{i j_i}^2`` from the per-group
+    distributions (the ``j_i`` are independent). Note ``one_level_q_local = m * group_q_local`` identically.
+    """
+    m = problem.m
+    geo_D2 = problem.domain.radius ** 2
+    w, w_bar = np.asarray(w, dtype=float), np.asarray(w_bar, dtype=float)
+    q, q_bar = np.asarray(q, dtype=float), np.asarray(q_bar, dtype=float)
+    if q.shape != (m,) or q_bar.shape != (m,) or w.shape != (problem.dim,) or w_bar.shape != (problem.dim,):
+        raise InputError(f"w, w_bar must have {problem.dim} entries and q, q_bar {m}")
+    if not all(np.all(np.isfinite(a)) for a in (w, q, w_bar, q_bar)):
+        raise InputError("estimator_moments needs finite points")
+    v1, g1 = problem.full_eval(w)
+    v0, g0 = problem.full_eval(w_bar)
+    group = np.repeat(np.arange(m), problem.sizes)
+    b = v1 - v0  # per-sample q-block difference (up to sign)
+    a = q[group, None] * g1 - q_bar[group, None] * g0  # per-sample w-block contribution
+    a2 = problem.group_means(np.einsum("nd,nd->n", a, a))  # E_j ||a_ij||^2 per group
+    mu = problem.group_means(a)  # E_j a_ij per group
+    b2 = problem.group_means(b * b)  # E_j b_ij^2 per group
+    group_w = float(np.sum(mu.sum(0) ** 2) + np.sum(a2 - np.einsum("id,id->i", mu, mu)))
+    one_w = float(m * a2.sum())
+    # E max_i b_{i j_i}^2 = integral of P(max > t): a step function between the sorted per-sample values
+    sq = b * b
+    levels = np.unique(np.concatenate([[0.0], sq]))
+    cdf = np.ones(len(levels))
+    for i in range(m):
+        vals = np.sort(sq[problem.offsets[i]:problem.offsets[i] + problem.sizes[i]])
+        cdf *= np.searchsorted(vals, levels, side="right") / len(vals)
+    group_inf = float(np.sum(np.diff(levels) * (1.0 - cdf[:-1])))
+    lnm = math.log(m) if m > 1 else 0.0
+    return Moments(group_w=group_w, group_q_inf=group_inf, group_q_local=float(q @ b2),
+                   one_level_w=one_w, one_level_q_inf=float(m * b2.sum()), one_level_q_local=float(m * (q @ b2)),
+                   m=m, D2=geo_D2, lnm=lnm)
+
+
+def moments_near(problem: GroupProblem, w, q, *, directions: int = 5, size: float = 0.01,
+                 seed: int = 0) -> dict[str, float]:
+    """:func:`estimator_moments` between ``z_bar = (w, q)`` and ``directions`` points ``(w + delta, q)`` with
+    random ``||delta|| = size * D``, averaged: the predicted IFO ratio one-level / ALEG in the paper's norm
+    (``pred_ratio_inf``) and in the entropy's local norm (``pred_ratio_local``), and the one-level / group
+    ratios of the q-block (``q_inf_ratio``) and w-block (``w_ratio``) second moments."""
+    rng = np.random.default_rng(seed)
+    w = np.asarray(w, dtype=float)
+    rows = []
+    for _ in range(check_count(directions, "directions")):
+        delta = rng.standard_normal(problem.dim)
+        delta *= size * problem.domain.radius / np.linalg.norm(delta)
+        mo = estimator_moments(problem, problem.domain.project(w + delta), q, w, q)
+        rows.append((mo.predicted_ifo_ratio("inf"), mo.predicted_ifo_ratio("local"),
+                     mo.one_level_q_inf / mo.group_q_inf, mo.one_level_w / mo.group_w))
+    mean = np.mean(rows, axis=0)
+    return {"pred_ratio_inf": float(mean[0]), "pred_ratio_local": float(mean[1]), "q_inf_ratio": float(mean[2]),
+            "w_ratio": float(mean[3])}
+
+
 # ------------------------------------------------------------------------------------------------- MERO
 def worst_excess_risk(problem: GroupProblem, w: np.ndarray, optima: np.ndarray) -> float:
     """``max_i (R_i(w) - R_i^*)``, the MERO objective."""
@@ -194,4 +291,6 @@ def tune_mero(problem: GroupProblem, method: str, *, budget: int, optima: np.nda
     return values[g_best], g_best, values
 
 
-__all__ = ["GRID", "GDRO_METHODS", "Run", "Tuned", "measure", "tune", "pilot_gap", "worst_excess_risk", "tune_mero"]
+__all__ = ["GRID", "GDRO_METHODS", "Run", "Tuned", "measure", "tune", "pilot_gap", "Moments", "estimator_moments",
+           "moments_near",
+           "worst_excess_risk", "tune_mero"]

@@ -82,6 +82,11 @@ class Geometry:
         return self.D * math.sqrt(max(2 * m * self.D2 * L * L + m * m * G * G * self.lnm,
                                       2 * m * G * G * self.lnm, 1e-300))
 
+    def one_level_ratio(self) -> float:
+        """IFO(one-level) / IFO(ALEG) that these constants predict at the theory steps: ``(L_one / L_F) /
+        sqrt(m)`` (inner lengths ``N`` and ``N / m``, costs 1 and ``m`` IFO a step)."""
+        return self.lipschitz_one_level() / self.lipschitz_group_sampled() / math.sqrt(self.m)
+
     def gradient_bound(self) -> float:
         """``M`` with ``||F_xi(z)||_*^2 <= M^2`` for the group-sampled estimator: ``D^2 G^2 + ln m B^2``."""
         p = self.problem
