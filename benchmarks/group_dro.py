@@ -51,16 +51,28 @@ def main(argv=None) -> int:
     ap.add_argument("--methods", default="aleg,one_level_vr,smd,mirror_prox,online_group_dro")
     ap.add_argument("--out", default="runs", help="folder for the run directory")
     args = ap.parse_args(argv)
+    from icml24.errors import InputError
 
-    from icml24.group_dro import synthetic_problem
-    from icml24.group_dro import aleg
+    try:
+        return _run(args)
+    except InputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+def _run(args) -> int:
+    from icml24.group_dro import aleg, synthetic_problem
     from icml24.group_dro.compare import GDRO_METHODS, measure, moments_near, tune
     from icml24.group_dro.mirror import Geometry
     from icml24.runs import atomic_write_bytes, atomic_write_json, environment
     from icml24.threads import limit_threads
 
     ms = [int(v) for v in args.ms.split(",")]
-    n = tuple(int(v) for v in args.n.split("-")) if "-" in args.n else int(args.n)
+    try:
+        n = tuple(int(v) for v in args.n.split("-")) if "-" in args.n else int(args.n)
+    except ValueError:
+        print(f"error: --n must be a number of samples per group or LOW-HIGH, got {args.n!r}", file=sys.stderr)
+        return 2
     seeds = [int(v) for v in args.seeds.split(",")]
     targets = tuple(sorted((float(v) for v in args.targets.split(",")), reverse=True))
     methods = [v for v in args.methods.split(",") if v]
