@@ -61,8 +61,8 @@ def main(argv=None) -> int:
 
 
 def _run(args) -> int:
-    from icml24.group_dro import aleg, synthetic_problem
-    from icml24.group_dro.compare import GDRO_METHODS, measure, moments_near, tune
+    from icml24.group_dro import synthetic_problem
+    from icml24.group_dro.compare import GDRO_METHODS, measure, moments_near_aleg, tune
     from icml24.group_dro.mirror import Geometry
     from icml24.runs import atomic_write_bytes, atomic_write_json, environment
     from icml24.threads import limit_threads
@@ -103,8 +103,7 @@ def _run(args) -> int:
                     for t in targets:
                         row[f"ifo@{t:g}"] = best.hits[t]
                     if meth == "aleg":  # the estimators' second moments near ALEG's solution
-                        near = aleg(p, epochs=20, gamma=best.gamma, seed=seed + 1)
-                        row.update(moments_near(p, near.w, near.q, seed=seed))
+                        row.update(moments_near_aleg(p, best.gamma, seed=seed))
                     results["rows"].append(row)
                     results["curves"][f"{m}/{seed}/{meth}"] = best.curve
                     print(f"  m={m:<3d} seed={seed} {meth:17s} gamma={best.gamma:<8.3g} "

@@ -243,9 +243,15 @@ def test_estimator_moments_predictions_and_input_checks():
     # the paper's norm sees an up to m^2 larger q-block for the one-level estimator; the local norm exactly m
     assert p.m < near["q_inf_ratio"] <= p.m ** 2
     assert near["pred_ratio_inf"] > near["pred_ratio_local"] > 0
-    with pytest.raises(InputError, match="w, w_bar must have 5 entries and q, q_bar 8"):
+    with pytest.raises(InputError, match="q must be a finite vector of length 8"):
         estimator_moments(p, w, q[:3], w, q)
-    with pytest.raises(InputError, match="finite points"):
-        estimator_moments(p, w * np.nan, q, w, q)
+    with pytest.raises(InputError, match="w_bar must be a finite vector of length 5"):
+        estimator_moments(p, w, q, w * np.nan, q)
+    with pytest.raises(InputError, match="problem must be a GroupProblem"):
+        estimator_moments("data", w, q, w, q)
     with pytest.raises(InputError, match="directions must be a positive integer"):
         moments_near(p, w, q, directions=0)
+    with pytest.raises(InputError, match="size must be in"):
+        moments_near(p, w, q, size=0.0)
+    with pytest.raises(InputError, match="seed must be a non-negative integer"):
+        moments_near(p, w, q, seed=-1)

@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import InputError
 from .aleg import aleg, alem
 from .baselines import mirror_prox, one_level_vr, online_group_dro, smd, smd_mero
-from .mirror import check_count
+from .mirror import Geometry, check_count, check_positive, check_problem, check_seed
 from .problem import GroupProblem
 from .reference import duality_gap
 
@@ -215,17 +215,19 @@ def estimator_moments(problem: GroupProblem, w, q, w_bar, q_bar) -> Moments:
     local-norm term in closed form; the group-sampled ``E max_i b_{i j_i}^2`` from the per-group
     distributions (the ``j_i`` are independent). Note ``one_level_q_local = m * group_q_local`` identically.
     """
-    m = problem.m
-    geo_D2 = problem.domain.radius ** 2
-    w, w_bar = np.asarray(w, dtype=float), np.asarray(w_bar, dtype=float)
-    q, q_bar = np.asarray(q, dtype=float), np.asarray(q_bar, dtype=float)
-    if q.shape != (m,) or q_bar.shape != (m,) or w.shape != (problem.dim,) or w_bar.shape != (problem.dim,):
-        raise InputError(f"w, w_bar must have {problem.dim} entries and q, q_bar {m}")
-    if not all(np.all(np.isfinite(a)) for a in (w, q, w_bar, q_bar)):
-        raise InputError("estimator_moments needs finite points")
+    problem = check_problem(problem)
+    m, geo = problem.m, Geometry(problem)
+    points = {}
+    for name, value, size in (("w", w, problem.dim), ("q", q, m), ("w_bar", w_bar, problem.dim),
+                              ("q_bar", q_bar, m)):
+        a = np.asarray(value, dtype=float)
+        if a.shape != (size,) or not np.all(np.isfinite(a)):
+            raise InputError(f"{name} must be a finite vector of length {size}")
+        points[name] = a
+    w, q, w_bar, q_bar = points["w"], points["q"], points["w_bar"], points["q_bar"]
     v1, g1 = problem.full_eval(w)
     v0, g0 = problem.full_eval(w_bar)
-    group = np.repeat(np.arange(m), problem.sizes)
+    group = problem.group_of
     b = v1 - v0  # per-sample q-block difference (up to sign)
     a = q[group, None] * g1 - q_bar[group, None] * g0  # per-sample w-block contribution
     a2 = problem.group_means(np.einsum("nd,nd->n", a, a))  # E_j ||a_ij||^2 per group
@@ -241,10 +243,9 @@ def estimator_moments(problem: GroupProblem, w, q, w_bar, q_bar) -> Moments:
         vals = np.sort(sq[problem.offsets[i]:problem.offsets[i] + problem.sizes[i]])
         cdf *= np.searchsorted(vals, levels, side="right") / len(vals)
     group_inf = float(np.sum(np.diff(levels) * (1.0 - cdf[:-1])))
-    lnm = math.log(m) if m > 1 else 0.0
     return Moments(group_w=group_w, group_q_inf=group_inf, group_q_local=float(q @ b2),
                    one_level_w=one_w, one_level_q_inf=float(m * b2.sum()), one_level_q_local=float(m * (q @ b2)),
-                   m=m, D2=geo_D2, lnm=lnm)
+                   m=m, D2=geo.D2, lnm=geo.lnm)
 
 
 def moments_near(problem: GroupProblem, w, q, *, directions: int = 5, size: float = 0.01,
@@ -253,7 +254,9 @@ def moments_near(problem: GroupProblem, w, q, *, directions: int = 5, size: floa
     random ``||delta|| = size * D``, averaged: the predicted IFO ratio one-level / ALEG in the paper's norm
     (``pred_ratio_inf``) and in the entropy's local norm (``pred_ratio_local``), and the one-level / group
     ratios of the q-block (``q_inf_ratio``) and w-block (``w_ratio``) second moments."""
-    rng = np.random.default_rng(seed)
+    problem = check_problem(problem)
+    size = check_positive(size, "size", upper=1.0)
+    rng = check_seed(seed)
     w = np.asarray(w, dtype=float)
     rows = []
     for _ in range(check_count(directions, "directions")):
@@ -265,6 +268,13 @@ def moments_near(problem: GroupProblem, w, q, *, directions: int = 5, size: floa
     mean = np.mean(rows, axis=0)
     return {"pred_ratio_inf": float(mean[0]), "pred_ratio_local": float(mean[1]), "q_inf_ratio": float(mean[2]),
             "w_ratio": float(mean[3])}
+
+
+def moments_near_aleg(problem: GroupProblem, gamma: float, *, epochs: int = 20, seed: int = 0) -> dict[str, float]:
+    """:func:`moments_near` at the output of ``epochs`` epochs of ALEG with step factor ``gamma`` (sampling seed
+    ``seed + 1``, directions seed ``seed``): the estimators' moments near the solution a run approaches."""
+    near = aleg(problem, epochs=epochs, gamma=gamma, seed=seed + 1)
+    return moments_near(problem, near.w, near.q, seed=seed)
 
 
 # ------------------------------------------------------------------------------------------------- MERO
@@ -292,5 +302,4 @@ def tune_mero(problem: GroupProblem, method: str, *, budget: int, optima: np.nda
 
 
 __all__ = ["GRID", "GDRO_METHODS", "Run", "Tuned", "measure", "tune", "pilot_gap", "Moments", "estimator_moments",
-           "moments_near",
-           "worst_excess_risk", "tune_mero"]
+           "moments_near", "moments_near_aleg", "worst_excess_risk", "tune_mero"]
