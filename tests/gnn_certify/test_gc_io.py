@@ -83,3 +83,28 @@ def test_graph_without_edges(tmp_path):
     p.write_text("2 0 3 2 0\n0\n2\n")
     inst = read_instance(p)
     assert inst.data.edge_index.shape == (2, 0) and torch.equal(inst.data.x[1], torch.tensor([0.0, 0.0, 1.0]))
+
+
+def test_module_from_network_matches_the_numpy_network_on_every_shape():
+    """The classifier shape, any other graph stack (unequal widths, ReLU dense layers) and a node stack."""
+    from icml24.gnn_certify import module_from_network, run_model
+    from icml24.gnn_certify.network import DenseLayer, SageLayer, SageNetwork
+
+    rng = np.random.default_rng(0)
+
+    def sage(i, o, relu=True):
+        return SageLayer(rng.standard_normal((o, i)), rng.standard_normal((o, i)), rng.standard_normal(o), relu)
+
+    def dense(i, o, relu):
+        return DenseLayer(rng.standard_normal((o, i)), rng.standard_normal(o), relu)
+
+    nets = [SageNetwork((sage(3, 4), sage(4, 4)), (dense(4, 2, False),), "graph"),
+            SageNetwork((sage(3, 5), sage(5, 4, relu=False)), (dense(4, 6, True), dense(6, 2, False)), "graph"),
+            SageNetwork((sage(3, 5), sage(5, 2, relu=False)), (), "node")]
+    adj = np.triu(rng.random((6, 6)) < 0.5, 1)
+    adj = (adj | adj.T).astype(float)
+    x = rng.standard_normal((6, 3))
+    edge_index = np.array(np.nonzero(adj))
+    for net in nets:
+        got = run_model(module_from_network(net), x, edge_index, net.task)
+        np.testing.assert_allclose(got, net.forward(x, adj), rtol=1e-4, atol=1e-4)

@@ -408,18 +408,15 @@ def network_to_json(net: SageNetwork) -> list:
 def module_from_network(net: SageNetwork) -> nn.Module:
     """A PyG module computing ``net`` (float32), e.g. for the official JSON models."""
     hidden = net.sage[0].out_features
-    if net.task == GRAPH:
-        if len(net.dense) != 1 or any(s.out_features != hidden for s in net.sage):
-            model = _GenericGraphModel(net)
-        else:
-            model = SAGEGraphClassifier(net.in_features, net.num_classes, hidden, len(net.sage),
-                                        relu=[s.relu for s in net.sage])
-            model.lin.weight.data = torch.tensor(net.dense[0].weight, dtype=torch.float32)
-            model.lin.bias.data = torch.tensor(net.dense[0].bias, dtype=torch.float32)
-            if net.dense[0].relu:
-                model = _GenericGraphModel(net)
+    classifier = (net.task == GRAPH and len(net.dense) == 1 and not net.dense[0].relu
+                  and all(s.out_features == hidden for s in net.sage))
+    if classifier:  # the shape SAGEGraphClassifier builds: equal widths, one linear read-out
+        model = SAGEGraphClassifier(net.in_features, net.num_classes, hidden, len(net.sage),
+                                    relu=[s.relu for s in net.sage])
+        model.lin.weight.data = torch.tensor(net.dense[0].weight, dtype=torch.float32)
+        model.lin.bias.data = torch.tensor(net.dense[0].bias, dtype=torch.float32)
     else:
-        model = _GenericNodeModel(net)
+        model = _GenericGraphModel(net) if net.task == GRAPH else _GenericNodeModel(net)
     for conv, s in zip(model.convs, net.sage):
         conv.lin_l.weight.data = torch.tensor(s.w_nbr, dtype=torch.float32)
         conv.lin_l.bias.data = torch.tensor(s.bias, dtype=torch.float32)
@@ -428,13 +425,28 @@ def module_from_network(net: SageNetwork) -> nn.Module:
     return model
 
 
-class _GenericGraphModel(nn.Module):
+class _GenericNodeModel(nn.Module):
+    """Any stack of sum-SAGE layers (per-layer widths and ReLUs), node outputs."""
+
     def __init__(self, net: SageNetwork) -> None:
         super().__init__()
         from torch_geometric.nn import SAGEConv
 
         self.convs = nn.ModuleList(SAGEConv(s.in_features, s.out_features, aggr="sum") for s in net.sage)
         self.relu = tuple(s.relu for s in net.sage)
+
+    def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        for conv, r in zip(self.convs, self.relu):
+            x = conv(x, edge_index)
+            x = x.relu() if r else x
+        return x
+
+
+class _GenericGraphModel(_GenericNodeModel):
+    """The node stack, sum pooling, then any dense layers."""
+
+    def __init__(self, net: SageNetwork) -> None:
+        super().__init__(net)
         self.lins = nn.ModuleList()
         for d in net.dense:
             lin = nn.Linear(d.weight.shape[1], d.weight.shape[0])
@@ -446,27 +458,9 @@ class _GenericGraphModel(nn.Module):
     def forward(self, x: Tensor, edge_index: Tensor, batch: Tensor | None = None) -> Tensor:
         from torch_geometric.nn import global_add_pool
 
-        for conv, r in zip(self.convs, self.relu):
-            x = conv(x, edge_index)
-            x = x.relu() if r else x
-        x = global_add_pool(x, batch)
+        x = global_add_pool(super().forward(x, edge_index), batch)
         for lin, r in zip(self.lins, self.dense_relu):
             x = lin(x)
-            x = x.relu() if r else x
-        return x
-
-
-class _GenericNodeModel(nn.Module):
-    def __init__(self, net: SageNetwork) -> None:
-        super().__init__()
-        from torch_geometric.nn import SAGEConv
-
-        self.convs = nn.ModuleList(SAGEConv(s.in_features, s.out_features, aggr="sum") for s in net.sage)
-        self.relu = tuple(s.relu for s in net.sage)
-
-    def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
-        for conv, r in zip(self.convs, self.relu):
-            x = conv(x, edge_index)
             x = x.relu() if r else x
         return x
 
