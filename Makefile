@@ -8,22 +8,30 @@ SHARED_DATA := $(abspath ../shared/data)
 ifneq ($(wildcard $(SHARED_DATA)),)
 export ICML24_DATA ?= $(SHARED_DATA)
 endif
+# Ray must not write an auth token into the home folder or start its dashboard.
+export RAY_AUTH_MODE ?= disabled
+# pytest-xdist workers: two, on these two-core machines (override with `make test WORKERS=0`).
+WORKERS ?= 2
 
-.PHONY: run test clean-venv
+.PHONY: run test lint clean-venv
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
-	# torch first and pinned: the CPU build on disk (anything newer pulls a multi-GB CUDA build)
-	$(VENV)/bin/python -m pip install --quiet "torch==2.13.0"
-	$(VENV)/bin/python -m pip install --quiet -e ".[test]"
+	# constraints.txt pins torch to the CPU build on disk (anything newer pulls a multi-GB CUDA build)
+	$(VENV)/bin/python -m pip install --quiet -c constraints.txt "torch==2.13.0"
+	$(VENV)/bin/python -m pip install --quiet -c constraints.txt -e ".[all,test]"
 	touch $(STAMP)
 
 run: $(STAMP)
 	$(VENV)/bin/icml24 verify --scale quick
 
-test: $(STAMP)
-	$(VENV)/bin/python -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; exit $$rc
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: lint
+	$(VENV)/bin/python -m pytest -q -n $(WORKERS) --dist loadfile; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; rc=0; fi; exit $$rc
 
 clean-venv:
 	rm -rf $(VENV)

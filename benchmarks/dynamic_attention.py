@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import time
 from pathlib import Path
 
@@ -21,9 +20,15 @@ import numpy as np
 import torch
 
 from icml24.dynamic_attention import DenseLazyAttention
-from icml24.dynamic_attention.experiments import (classical_exponents, loglog_slope, measure_lazy, measure_peer,
-                                                  paper_exponents, random_qkv)
-from icml24.runs import atomic_write_json, environment, save_figure, artifacts_to
+from icml24.dynamic_attention.experiments import (
+    classical_exponents,
+    loglog_slope,
+    measure_lazy,
+    measure_peer,
+    paper_exponents,
+    random_qkv,
+)
+from icml24.runs import artifacts_to, atomic_write_json, environment, save_figure
 
 
 def measure_dense_lazy(n: int, d: int, tau: float, seed: int, queries: int = 15) -> tuple[float, float]:
@@ -31,7 +36,7 @@ def measure_dense_lazy(n: int, d: int, tau: float, seed: int, queries: int = 15)
     m = DenseLazyAttention(Q, K, V, tau)
     rng = np.random.default_rng(seed)
     t_up, qt = 0.0, []
-    for rnd in range(2):
+    for _ in range(2):
         for u in range(m.k):
             i, j = int(rng.integers(n)), int(rng.integers(d))
             t = time.perf_counter()
@@ -72,8 +77,10 @@ def main(argv=None) -> int:
         eu = [measure_peer("eager", n, dsize(n), args.seed + r, updates=10)[0] for r in range(args.repeats)]
         nq = [measure_peer("naive", n, dsize(n), args.seed + r, updates=2)[1] for r in range(args.repeats)]
         peers[n] = (float(np.median(eu)), float(np.median(nq)))
-    header = (f"{'tau':>5} {'n':>6} {'k':>5} | {'lazy upd ms':>11} {'eager upd ms':>12} {'eager/lazy':>10} "
-              f"{'dense upd ms':>12} | {'lazy q us':>10} {'naive q us':>10} {'naive/lazy':>10} {'dense q us':>10}")
+    header = (
+        f"{'tau':>5} {'n':>6} {'k':>5} | {'lazy upd ms':>11} {'eager upd ms':>12} {'eager/lazy':>10} "
+        f"{'dense upd ms':>12} | {'lazy q us':>10} {'naive q us':>10} {'naive/lazy':>10} {'dense q us':>10}"
+    )
     print(header)
     print("-" * len(header))
     series = {}
@@ -86,14 +93,27 @@ def main(argv=None) -> int:
             e_up, n_q = peers[n]
             pts.append(p)
             dense.append((du, dq))
-            row = {"tau": tau, "n": n, "d": dsize(n), "k": p.k, "lazy_update_s": p.update_time,
-                   "lazy_query_s": p.query_time, "lazy_update_work": p.update_work, "lazy_query_work": p.query_work,
-                   "eager_update_s": e_up, "naive_query_s": n_q, "dense_lazy_update_s": du, "dense_lazy_query_s": dq,
-                   "init_s": p.init_time}
+            row = {
+                "tau": tau,
+                "n": n,
+                "d": dsize(n),
+                "k": p.k,
+                "lazy_update_s": p.update_time,
+                "lazy_query_s": p.query_time,
+                "lazy_update_work": p.update_work,
+                "lazy_query_work": p.query_work,
+                "eager_update_s": e_up,
+                "naive_query_s": n_q,
+                "dense_lazy_update_s": du,
+                "dense_lazy_query_s": dq,
+                "init_s": p.init_time,
+            }
             results["rows"].append(row)
-            print(f"{tau:>5g} {n:>6} {p.k:>5} | {1e3 * p.update_time:>11.3f} {1e3 * e_up:>12.3f} "
-                  f"{e_up / p.update_time:>10.1f} {1e3 * du:>12.3f} | {1e6 * p.query_time:>10.1f} "
-                  f"{1e6 * n_q:>10.1f} {n_q / p.query_time:>10.1f} {1e6 * dq:>10.1f}")
+            print(
+                f"{tau:>5g} {n:>6} {p.k:>5} | {1e3 * p.update_time:>11.3f} {1e3 * e_up:>12.3f} "
+                f"{e_up / p.update_time:>10.1f} {1e3 * du:>12.3f} | {1e6 * p.query_time:>10.1f} "
+                f"{1e6 * n_q:>10.1f} {n_q / p.query_time:>10.1f} {1e6 * dq:>10.1f}"
+            )
         series[tau] = (pts, dense)
         ns = args.ns
         results["slopes"][str(tau)] = {
@@ -110,30 +130,37 @@ def main(argv=None) -> int:
     results["slopes"]["eager_update_time"] = loglog_slope(ns, [peers[n][0] for n in ns])
     results["slopes"]["naive_query_time"] = loglog_slope(ns, [peers[n][1] for n in ns])
 
-    print("\nfitted log-log slopes vs n" + (" (predicted: classical MM, d = n; paper bound: fast MM)" if args.d == "n" else ""))
-    print(f"{'tau':>5} | {'upd time':>8} {'upd work':>8} {'pred':>5} {'paper':>6} | {'q time':>7} {'q work':>7} "
-          f"{'pred':>5} | {'dense upd':>9} {'dense q':>8}")
+    print(
+        "\nfitted log-log slopes vs n"
+        + (" (predicted: classical MM, d = n; paper bound: fast MM)" if args.d == "n" else "")
+    )
+    print(
+        f"{'tau':>5} | {'upd time':>8} {'upd work':>8} {'pred':>5} {'paper':>6} | {'q time':>7} {'q work':>7} "
+        f"{'pred':>5} | {'dense upd':>9} {'dense q':>8}"
+    )
     for tau in args.taus:
         s = results["slopes"][str(tau)]
         pu = f"{s['classical_prediction']['update']:.2f}" if s["classical_prediction"] else "-"
         pq = f"{s['classical_prediction']['query']:.2f}" if s["classical_prediction"] else "-"
         pp = f"{s['paper_bound']['update']:.2f}" if s["paper_bound"] else "-"
-        print(f"{tau:>5g} | {s['lazy_update_time']:>8.2f} {s['lazy_update_work']:>8.2f} {pu:>5} {pp:>6} | "
-              f"{s['lazy_query_time']:>7.2f} {s['lazy_query_work']:>7.2f} {pq:>5} | "
-              f"{s['dense_lazy_update_time']:>9.2f} {s['dense_lazy_query_time']:>8.2f}")
-    print(f"eager update time slope {results['slopes']['eager_update_time']:.2f}, "
-          f"naive query time slope {results['slopes']['naive_query_time']:.2f}")
+        print(
+            f"{tau:>5g} | {s['lazy_update_time']:>8.2f} {s['lazy_update_work']:>8.2f} {pu:>5} {pp:>6} | "
+            f"{s['lazy_query_time']:>7.2f} {s['lazy_query_work']:>7.2f} {pq:>5} | "
+            f"{s['dense_lazy_update_time']:>9.2f} {s['dense_lazy_query_time']:>8.2f}"
+        )
+    print(
+        f"eager update time slope {results['slopes']['eager_update_time']:.2f}, "
+        f"naive query time slope {results['slopes']['naive_query_time']:.2f}"
+    )
 
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = Path(args.out) / f"{stamp}-bench-dynamic_attention"
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out / "results.json", results)
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig = Figure(figsize=(11, 4.2))
+    ax = fig.subplots(1, 2)
     for tau, (pts, dense) in series.items():
         l0 = ax[0].loglog(ns, [p.update_time for p in pts], "o-", label=f"lazy tau={tau:g}")[0]
         ax[0].loglog(ns, [x[0] for x in dense], "x:", color=l0.get_color(), label=f"dense lazy tau={tau:g}")

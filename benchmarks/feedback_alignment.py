@@ -53,6 +53,7 @@ def _stepper(rule: str, sizes: list[int], seed: int):
         opt.zero_grad(set_to_none=True)
         F.cross_entropy(net(x), y).backward()
         opt.step()
+
     return step, net
 
 
@@ -103,17 +104,34 @@ def main(argv=None) -> int:
             med = statistics.median(times[r])
             label = {"plain": "backprop (plain nn.Sequential)", "backprop": "backprop via FeedbackNetwork"}.get(r, r)
             print(f"{label:<32} {med * 1e3:>9.3f} {med / ref:>11.2f}x")
-            rows.append({"config": name, "rule": r, "sizes": sizes, "batch": int(x.shape[0]),
-                         "median_s": med, "times_s": times[r], "ratio_vs_backprop": med / ref})
+            rows.append(
+                {
+                    "config": name,
+                    "rule": r,
+                    "sizes": sizes,
+                    "batch": int(x.shape[0]),
+                    "median_s": med,
+                    "times_s": times[r],
+                    "ratio_vs_backprop": med / ref,
+                }
+            )
         dmed = statistics.median(diag)
         print(f"{'diagnostics record (FA)':<32} {dmed * 1e3:>9.3f} {dmed / ref:>11.2f}x")
-        rows.append({"config": name, "rule": "diagnostics_record", "sizes": sizes, "batch": int(x.shape[0]),
-                     "median_s": dmed, "times_s": diag, "ratio_vs_backprop": dmed / ref})
+        rows.append(
+            {
+                "config": name,
+                "rule": "diagnostics_record",
+                "sizes": sizes,
+                "batch": int(x.shape[0]),
+                "median_s": dmed,
+                "times_s": diag,
+                "ratio_vs_backprop": dmed / ref,
+            }
+        )
 
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     path = Path(args.out) / f"{stamp}-bench-feedback_alignment.json"
-    atomic_write_json(path, {"benchmark": "feedback_alignment", "args": vars(args), "env": environment(),
-                             "rows": rows})
+    atomic_write_json(path, {"benchmark": "feedback_alignment", "args": vars(args), "env": environment(), "rows": rows})
     print(f"\nsaved {path}")
     return 0
 

@@ -1,11 +1,11 @@
 """Benchmark: gnn_certify on the paper's MUTAG instances, basic vs sbt vs abt bounds (and SCIP settings).
 
-The issue's setting by default: the official MUTAG model, MUTAG graphs 0-19, global budget 10 %
+By default: the official MUTAG model, MUTAG graphs 0-19, global budget 10 %
 (``Delta = ceil(0.1 |edge_index|)``), local strength 2, label shift 1, 60 s per instance (SCIP's CPU clock),
 one thread. For every graph and mode it prints the verdict, CPU seconds and B&B nodes, then per settings
 preset the number decided, the verdict agreement, the shifted geometric means (shift 1 s) on the graphs every
-mode decided and the ratios sbt/basic and abt/sbt, beside the official plugin's result on this kind of machine
-(issue 8: 7/20 decided with basic bounds, 6/20 with sbt, all at the root). Saves JSON under ``runs/``.
+mode decided and the ratios sbt/basic and abt/sbt, beside the official C plugin's result that we measured on this
+kind of machine (7/20 decided with basic bounds, 6/20 with sbt, all at the root). Saves JSON under ``runs/``.
 
     python benchmarks/gnn_certify.py [--graphs 0-19] [--budget 0.1] [--strength 2] [--time-limit 60]
                                      [--modes basic sbt abt] [--settings fast official]
@@ -26,12 +26,13 @@ import torch
 from icml24.gnn_certify.experiments import as_dicts, certify_mutag, runs_table, speed_summary
 from icml24.runs import atomic_write_json, environment
 
-OFFICIAL = {"basic": 7, "sbt": 6}  # issue 8: official C plugin, MUTAG 0-19, 10 %, strength 2, shift 1, 60 s
+# the official C plugin measured here: MUTAG 0-19, 10 %, strength 2, shift 1, 60 s
+OFFICIAL = {"basic": 7, "sbt": 6}
 
 
-def _graphs(spec: str) -> list[int]:
+def _graphs(text: str) -> list[int]:
     out: list[int] = []
-    for part in spec.split(","):
+    for part in text.split(","):
         if "-" in part:
             a, b = part.split("-")
             out.extend(range(int(a), int(b) + 1))
@@ -49,58 +50,88 @@ def main(argv=None) -> int:
     ap.add_argument("--time-limit", type=float, default=60.0, help="CPU seconds per instance and mode")
     ap.add_argument("--modes", nargs="+", default=["basic", "sbt", "abt"], choices=["basic", "sbt", "abt"])
     ap.add_argument("--settings", nargs="+", default=["fast"], choices=["fast", "official"])
-    ap.add_argument("--attack-first", action="store_true",
-                    help="also run each preset with the greedy attack before the MIP (not in the paper)")
-    ap.add_argument("--attack-only", action="store_true",
-                    help="run each preset with the greedy attack before the MIP, and not without it")
+    ap.add_argument(
+        "--attack-first",
+        action="store_true",
+        help="also run each preset with the greedy attack before the MIP (not in the paper)",
+    )
+    ap.add_argument(
+        "--attack-only",
+        action="store_true",
+        help="run each preset with the greedy attack before the MIP, and not without it",
+    )
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="runs")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     graphs = _graphs(args.graphs)
-    print(f"threads: {torch.get_num_threads()} (SCIP lp/threads {args.threads})  graphs: {graphs}  "
-          f"budget {args.budget}  strength {args.strength}  limit {args.time_limit:g} CPU s  "
-          f"modes {' '.join(args.modes)}  settings {' '.join(args.settings)}")
+    print(
+        f"threads: {torch.get_num_threads()} (SCIP lp/threads {args.threads})  graphs: {graphs}  "
+        f"budget {args.budget}  strength {args.strength}  limit {args.time_limit:g} CPU s  "
+        f"modes {' '.join(args.modes)}  settings {' '.join(args.settings)}"
+    )
     results = {}
-    variants = ([] if args.attack_only else [(p, False) for p in args.settings]) + \
-        ([(p, True) for p in args.settings] if args.attack_first or args.attack_only else [])
+    variants = ([] if args.attack_only else [(p, False) for p in args.settings]) + (
+        [(p, True) for p in args.settings] if args.attack_first or args.attack_only else []
+    )
     for preset, attack in variants:
         name = preset + ("+attack" if attack else "")
         print(f"\n== settings: {name}")
         t0 = time.perf_counter()
 
         def show(r):
-            print(f"  graph {r.instance:>3} (n={r.nodes_in_graph:>2}, Delta={r.budget}) {r.mode:<5} {r.verdict:<10} "
-                  f"{r.seconds:7.2f} s {r.nodes:>6} nodes  dual {r.dual:10.4g}  primal {r.primal:10.4g}", flush=True)
+            print(
+                f"  graph {r.instance:>3} (n={r.nodes_in_graph:>2}, Delta={r.budget}) {r.mode:<5} {r.verdict:<10} "
+                f"{r.seconds:7.2f} s {r.nodes:>6} nodes  dual {r.dual:10.4g}  primal {r.primal:10.4g}",
+                flush=True,
+            )
 
-        runs = certify_mutag(graphs, args.modes, budget=args.budget, strength=args.strength,
-                             time_limit=args.time_limit, settings=preset, seed=args.seed,
-                             label_shift=args.label_shift, attack_first=attack, progress=show)
+        runs = certify_mutag(
+            graphs,
+            args.modes,
+            budget=args.budget,
+            strength=args.strength,
+            time_limit=args.time_limit,
+            settings=preset,
+            seed=args.seed,
+            label_shift=args.label_shift,
+            attack_first=attack,
+            progress=show,
+        )
         summary = speed_summary(runs, args.modes)
         print()
         print(runs_table(runs, args.modes))
-        print(f"\n{'mode':<6} {'decided':>8} {'robust':>7} {'not rob.':>8} {'sgm s (all decided)':>20} "
-              f"{'sgm s (all)':>12} {'nodes':>7} {'official decided':>17}")
+        print(
+            f"\n{'mode':<6} {'decided':>8} {'robust':>7} {'not rob.':>8} {'sgm s (all decided)':>20} "
+            f"{'sgm s (all)':>12} {'nodes':>7} {'official decided':>17}"
+        )
         for m in args.modes:
-            print(f"{m:<6} {summary[f'solved_{m}']:>5.0f}/{len(graphs):<2} {summary[f'robust_{m}']:>7.0f} "
-                  f"{summary[f'not_robust_{m}']:>8.0f} {summary[f'sgm_time_{m}']:>20.3f} "
-                  f"{summary[f'sgm_time_all_{m}']:>12.3f} {summary[f'nodes_{m}']:>7.0f} "
-                  f"{str(OFFICIAL.get(m, '-')) + '/20' if m in OFFICIAL else '-':>17}")
+            print(
+                f"{m:<6} {summary[f'solved_{m}']:>5.0f}/{len(graphs):<2} {summary[f'robust_{m}']:>7.0f} "
+                f"{summary[f'not_robust_{m}']:>8.0f} {summary[f'sgm_time_{m}']:>20.3f} "
+                f"{summary[f'sgm_time_all_{m}']:>12.3f} {summary[f'nodes_{m}']:>7.0f} "
+                f"{str(OFFICIAL.get(m, '-')) + '/20' if m in OFFICIAL else '-':>17}"
+            )
         ratios = []
         if "time_ratio_sbt_basic" in summary:
             ratios.append(f"sbt/basic {summary['time_ratio_sbt_basic']:.3f}")
         if "time_ratio_abt_sbt" in summary:
             ratios.append(f"abt/sbt {summary['time_ratio_abt_sbt']:.3f}")
-        print(f"time ratios (sgm on the {summary['all_solved']:.0f} graphs every mode decided): {', '.join(ratios)}; "
-              f"verdicts agree: {bool(summary['verdicts_agree'])}; wall {time.perf_counter() - t0:.0f} s")
+        print(
+            f"time ratios (sgm on the {summary['all_solved']:.0f} graphs every mode decided): {', '.join(ratios)}; "
+            f"verdicts agree: {bool(summary['verdicts_agree'])}; wall {time.perf_counter() - t0:.0f} s"
+        )
         results[name] = {"summary": summary, "runs": as_dicts(runs)}
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = Path(args.out) / f"{stamp}-bench-gnn_certify"
-    atomic_write_json(out / "results.json", {"args": vars(args), "env": environment(), "official": OFFICIAL,
-                                             "results": results})
-    print(f"\nofficial C plugin on this kind of machine (issue 8): decided {OFFICIAL['basic']}/20 with basic, "
-          f"{OFFICIAL['sbt']}/20 with sbt bounds (10 %, strength 2, shift 1, 60 s), every run ended at the root")
+    atomic_write_json(
+        out / "results.json", {"args": vars(args), "env": environment(), "official": OFFICIAL, "results": results}
+    )
+    print(
+        f"\nofficial C plugin measured on this kind of machine: decided {OFFICIAL['basic']}/20 with basic, "
+        f"{OFFICIAL['sbt']}/20 with sbt bounds (10 %, strength 2, shift 1, 60 s), every run ended at the root"
+    )
     print(f"saved {out / 'results.json'}")
     return 0
 

@@ -21,17 +21,19 @@ def test_scale_parse_and_pick():
         Scale.parse("huge")
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"key": "NoSlash"}, "malformed"),
-    ({"key": "x/"}, "malformed"),
-    ({"statement": "  "}, "statement"),
-    ({"run": 3}, "run is not callable"),
-    ({"headline": ""}, "headline"),
-    ({"baseline": None}, "baseline"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"key": "NoSlash"}, "malformed"),
+        ({"key": "x/"}, "malformed"),
+        ({"statement": "  "}, "statement"),
+        ({"run": 3}, "run is not callable"),
+        ({"headline": ""}, "headline"),
+        ({"baseline": None}, "baseline"),
+    ],
+)
 def test_claim_validation(kwargs, match):
-    base = dict(key="m/c", statement="s.", run=lambda s, seed: {}, holds=lambda m: True, headline="a",
-                baseline="b")
+    base = dict(key="m/c", statement="s.", run=lambda s, seed: {}, holds=lambda m: True, headline="a", baseline="b")
     with pytest.raises(InputError, match=match):
         Claim(**{**base, **kwargs})
 

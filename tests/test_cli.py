@@ -46,14 +46,17 @@ def test_list_json(capsys):
     assert len(rows) == 19 and all(r["status"] in ("planned", "implemented") for r in rows)
 
 
-@pytest.mark.parametrize("args, text", [
-    (["verify", "no_such_method"], "unknown method 'no_such_method'"),
-    (["verify", "--scale", "huge"], "unknown scale 'huge'"),
-    (["verify", "--seed", "minus"], "--seed"),
-    (["verify", "--bogus"], "unrecognized arguments"),
-    (["report", "/no/such/run"], "does not exist"),
-    (["bench", "nope"], "unknown method"),
-])
+@pytest.mark.parametrize(
+    "args, text",
+    [
+        (["verify", "no_such_method"], "unknown method 'no_such_method'"),
+        (["verify", "--scale", "huge"], "unknown scale 'huge'"),
+        (["verify", "--seed", "minus"], "--seed"),
+        (["verify", "--bogus"], "unrecognized arguments"),
+        (["report", "/no/such/run"], "does not exist"),
+        (["bench", "nope"], "unknown method"),
+    ],
+)
 def test_bad_input_is_one_error_line_and_exit_2(args, text):
     proc = run_cli(*args, module=True)
     assert proc.returncode == 2, proc.stderr
@@ -105,11 +108,19 @@ def test_failing_and_raising_claims_exit_1(tmp_path, capsys):
     def boom(scale, seed):
         raise RuntimeError("kaput")
 
-    m = Method("toy_fail", "T", None, None, (
-        Claim("toy_fail/fails", "a > b.", lambda s, seed: {"a": 0.0, "b": 1.0}, lambda m: m["a"] > m["b"], "a", "b"),
-        Claim("toy_fail/raises", "a > b.", boom, lambda m: True, "a", "b"),
-        Claim("toy_fail/missing", "a > b.", lambda s, seed: {"a": 1.0}, lambda m: True, "a", "b"),
-    ))
+    m = Method(
+        "toy_fail",
+        "T",
+        None,
+        None,
+        (
+            Claim(
+                "toy_fail/fails", "a > b.", lambda s, seed: {"a": 0.0, "b": 1.0}, lambda m: m["a"] > m["b"], "a", "b"
+            ),
+            Claim("toy_fail/raises", "a > b.", boom, lambda m: True, "a", "b"),
+            Claim("toy_fail/missing", "a > b.", lambda s, seed: {"a": 1.0}, lambda m: True, "a", "b"),
+        ),
+    )
     registry.register(m)
     try:
         assert main(["verify", "toy_fail", "--out", str(tmp_path)]) == 1
@@ -156,8 +167,9 @@ def test_resume_refuses_unreadable_results(tmp_path, toy):
 
 
 def test_gnn_certify_verb_is_wired(tmp_path):
-    proc = run_cli("gnn-certify", "--model", str(tmp_path / "missing.json"), "--graph", str(tmp_path / "g.gcinfo"),
-                   module=True)
+    proc = run_cli(
+        "gnn-certify", "--model", str(tmp_path / "missing.json"), "--graph", str(tmp_path / "g.gcinfo"), module=True
+    )
     assert proc.returncode == 2 and proc.stderr.startswith("error: ") and "missing.json" in proc.stderr
     helped = run_cli("gnn-certify", "--help", module=True)
     assert helped.returncode == 0 and "--bounds" in helped.stdout

@@ -1,4 +1,3 @@
-import os
 import shutil
 import stat
 from pathlib import Path
@@ -105,8 +104,12 @@ def test_fashion_mnist_missing_and_corrupt(tmp_path):
     raw.mkdir(parents=True)
     import gzip
 
-    for name in ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
-                 "t10k-labels-idx1-ubyte.gz"):
+    for name in (
+        "train-images-idx3-ubyte.gz",
+        "train-labels-idx1-ubyte.gz",
+        "t10k-images-idx3-ubyte.gz",
+        "t10k-labels-idx1-ubyte.gz",
+    ):
         with gzip.open(raw / name, "wb") as f:
             f.write(b"\x00\x00\x08\x03short")
     with pytest.raises(DataError, match="not a readable idx file"):
@@ -142,10 +145,17 @@ def test_csbm_structure_matches_its_parameters():
     assert not torch.equal(csbm(seed=9).edge_index, csbm(seed=10).edge_index)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"homophily": 1.5}, "homophily"), ({"snr": float("nan")}, "snr"), ({"n_classes": 1}, "n_classes"),
-    ({"avg_degree": -1.0}, "avg_degree"), ({"num_test": 5000}, "split sizes"), ({"seed": -2}, "seed"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"homophily": 1.5}, "homophily"),
+        ({"snr": float("nan")}, "snr"),
+        ({"n_classes": 1}, "n_classes"),
+        ({"avg_degree": -1.0}, "avg_degree"),
+        ({"num_test": 5000}, "split sizes"),
+        ({"seed": -2}, "seed"),
+    ],
+)
 def test_csbm_bad_input(kwargs, match):
     with pytest.raises(InputError, match=match):
         csbm(**kwargs)
@@ -191,10 +201,10 @@ def test_csbm_bag_of_words_features():
     assert set(torch.unique(g.x).tolist()) <= {0.0, 1.0}
     assert bool((g.x.sum(1) >= 1).all()) and bool((g.x.sum(1) <= 12).all())
     block = 90 // 3
-    own = torch.stack([g.x[i, g.y[i] * block:(g.y[i] + 1) * block].sum() for i in range(600)])
+    own = torch.stack([g.x[i, g.y[i] * block : (g.y[i] + 1) * block].sum() for i in range(600)])
     assert float(own.sum() / g.x.sum()) > 0.5  # with snr = 1 half the draws hit the own topic, plus chance
     noise = csbm(600, n_classes=3, n_features=90, features="bow", words_per_node=12, snr=0.0, seed=2)
-    own0 = torch.stack([noise.x[i, noise.y[i] * block:(noise.y[i] + 1) * block].sum() for i in range(600)])
+    own0 = torch.stack([noise.x[i, noise.y[i] * block : (noise.y[i] + 1) * block].sum() for i in range(600)])
     assert abs(float(own0.sum() / noise.x.sum()) - 1 / 3) < 0.03
     with pytest.raises(InputError, match="features"):
         csbm(features="images")

@@ -33,11 +33,13 @@ def _third(scale, seed):
 
 
 METHOD = Method(
-    slug=SLUG, title="A toy method", arxiv=None, code=None,
+    slug=SLUG,
+    title="A toy method",
+    arxiv=None,
+    code=None,
     claims=(
         Claim(f"{SLUG}/first", "ours exceeds theirs.", _first, lambda m: m["ours"] > m["theirs"], "ours", "theirs"),
-        Claim(f"{SLUG}/second", "ours exceeds theirs.", _second, lambda m: m["ours"] > m["theirs"], "ours",
-              "theirs"),
+        Claim(f"{SLUG}/second", "ours exceeds theirs.", _second, lambda m: m["ours"] > m["theirs"], "ours", "theirs"),
         Claim(f"{SLUG}/third", "ours is below theirs.", _third, lambda m: m["ours"] < m["theirs"], "ours", "theirs"),
     ),
 )

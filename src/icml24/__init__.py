@@ -8,5 +8,15 @@ __version__ = "0.1.0"
 from .claims import Claim, Method, Scale  # noqa: E402
 from .errors import ClaimError, DataError, DataUnavailable, ICML24Error, InputError, RunDirError  # noqa: E402
 
-__all__ = ["__version__", "Claim", "Method", "Scale", "ICML24Error", "InputError", "DataUnavailable", "DataError",
-           "RunDirError", "ClaimError"]
+__all__ = [
+    "__version__",
+    "Claim",
+    "Method",
+    "Scale",
+    "ICML24Error",
+    "InputError",
+    "DataUnavailable",
+    "DataError",
+    "RunDirError",
+    "ClaimError",
+]

@@ -12,6 +12,7 @@ A :class:`Method` groups the claims of one paper. Package ``icml24.<slug>.paper`
 from __future__ import annotations
 
 import enum
+import importlib
 import math
 import re
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from .errors import ClaimError, InputError
 
 _SLUG = re.compile(r"^[a-z][a-z0-9_]*$")
 _KEY = re.compile(r"^[a-z][a-z0-9_]*/[a-z0-9][a-z0-9_.-]*$")
+_RUN_REF = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class Scale(enum.Enum):
@@ -38,7 +40,21 @@ class Scale(enum.Enum):
 
     @classmethod
     def parse(cls, value: "str | Scale") -> "Scale":
-        """``Scale.parse("quick")``; raises :class:`InputError` naming the valid scales otherwise."""
+        """A scale from its name (``Scale.parse("quick")``) or itself.
+
+        Parameters
+        ----------
+        value : str or Scale
+
+        Returns
+        -------
+        Scale
+
+        Raises
+        ------
+        InputError
+            Naming the valid scales.
+        """
         if isinstance(value, Scale):
             return value
         try:
@@ -48,7 +64,17 @@ class Scale(enum.Enum):
             raise InputError(f"unknown scale {value!r}", f"choose one of: {names}") from None
 
     def pick(self, smoke, quick, paper):
-        """Return the argument that matches this scale: ``n = scale.pick(64, 512, 4096)``."""
+        """The argument that matches this scale: ``n = scale.pick(64, 512, 4096)``.
+
+        Parameters
+        ----------
+        smoke, quick, paper : object
+            The values for each scale.
+
+        Returns
+        -------
+        object
+        """
         return {Scale.SMOKE: smoke, Scale.QUICK: quick, Scale.PAPER: paper}[self]
 
 
@@ -73,23 +99,63 @@ class Claim:
         Name of the metric shown for the method in tables.
     baseline : str
         Name of the metric shown for the baseline (or the predicted reference value) in tables.
+    paper : str, default ""
+        The paper's (or official code's) own figure and setting for this claim, shown beside ours.
+    expected : bool, default True
+        False declares a *finding*: the claim was measured not to reproduce at our scales. ``verify`` then
+        reports "does not reproduce (known)" and counts the claim as matching its declaration when it
+        fails, and as a difference when it holds (as pytest's strict xfail does).
+    finding : str, default ""
+        The evidence for ``expected=False``: the numbers we measured and the reason. Required then.
+    cpus : int, default 1
+        CPUs one run of the claim uses (Ray reserves this many per task).
+
+    Notes
+    -----
+    ``run`` may be given as a string ``"module:function"``, where ``module`` is relative to the method's
+    package (``"experiments:run_gcn"``) or absolute (``"icml24.x.experiments:f"``). It is imported on the
+    first call, so that a method's ``paper.py`` can be read (``icml24 list``) without importing torch.
     """
 
     key: str
     statement: str
-    run: Callable[[Scale, int], Mapping[str, float]]
+    run: Callable[[Scale, int], Mapping[str, float]] | str
     holds: Callable[[Mapping[str, float]], bool]
     headline: str
     baseline: str
+    paper: str = ""
+    expected: bool = True
+    finding: str = ""
+    cpus: int = 1
 
     def __post_init__(self) -> None:
         if not isinstance(self.key, str) or not _KEY.match(self.key):
             raise InputError(f"claim key {self.key!r} is malformed", "use '<slug>/<name>', lower case")
         if not isinstance(self.statement, str) or not self.statement.strip():
             raise InputError(f"claim {self.key}: statement is empty", "state the paper's claim in one sentence")
-        for name in ("run", "holds"):
-            if not callable(getattr(self, name)):
-                raise InputError(f"claim {self.key}: {name} is not callable")
+        if not callable(self.holds):
+            raise InputError(f"claim {self.key}: holds is not callable")
+        if isinstance(self.run, str):
+            if not _RUN_REF.match(self.run):
+                raise InputError(f"claim {self.key}: run {self.run!r} is malformed", "use 'module:function'")
+        elif not callable(self.run):
+            raise InputError(f"claim {self.key}: run is not callable")
+        if not isinstance(self.paper, str) or not isinstance(self.finding, str):
+            raise InputError(f"claim {self.key}: paper and finding must be text")
+        if not isinstance(self.expected, bool):
+            raise InputError(f"claim {self.key}: expected must be True or False")
+        if not self.expected and not self.finding.strip():
+            raise InputError(
+                f"claim {self.key}: a claim expected not to hold needs its finding",
+                "state the measured numbers and the reason in finding",
+            )
+        if self.expected and self.finding.strip():
+            raise InputError(
+                f"claim {self.key}: finding is given but expected is True",
+                "set expected=False for a claim measured not to reproduce",
+            )
+        if isinstance(self.cpus, bool) or not isinstance(self.cpus, int) or self.cpus < 1:
+            raise InputError(f"claim {self.key}: cpus must be a positive integer, got {self.cpus!r}")
         for name in ("headline", "baseline"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value:
@@ -97,27 +163,103 @@ class Claim:
 
     @property
     def slug(self) -> str:
+        """The method's slug, the part of ``key`` before the slash."""
         return self.key.split("/", 1)[0]
 
     @property
     def name(self) -> str:
+        """The claim's name within its method, the part of ``key`` after the slash."""
         return self.key.split("/", 1)[1]
 
+    def runner(self) -> Callable[[Scale, int], Mapping[str, float]]:
+        """The ``run`` callable, imported first when ``run`` was given as ``"module:function"``.
+
+        Returns
+        -------
+        callable ``(Scale, int) -> dict[str, float]``
+
+        Raises
+        ------
+        ClaimError
+            When the module has no such function.
+        """
+        if callable(self.run):
+            return self.run
+        module_name, _, func = self.run.partition(":")
+        if not module_name.startswith("icml24."):
+            module_name = f"icml24.{self.slug}.{module_name}"
+        module = importlib.import_module(module_name)
+        try:
+            return getattr(module, func)
+        except AttributeError:
+            raise ClaimError(f"claim {self.key}: {module_name} has no function {func!r}") from None
+
     def measure(self, scale: Scale | str, seed: int) -> Metrics:
-        """Run the claim and return its validated metrics (floats; NaN and inf are allowed values)."""
+        """Run the claim and return its validated metrics (floats; NaN and inf are allowed values).
+
+        Parameters
+        ----------
+        scale : Scale or str
+        seed : int
+
+        Returns
+        -------
+        dict of str to float
+        """
         scale = Scale.parse(scale)
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise InputError(f"seed must be a non-negative integer, got {seed!r}")
-        return validate_metrics(self, self.run(scale, seed))
+        return validate_metrics(self, self.runner()(scale, seed))
+
+    def matches(self, holds: bool) -> bool:
+        """Whether a verdict is the declared one (holds for a claim, fails for a finding).
+
+        Parameters
+        ----------
+        holds : bool
+
+        Returns
+        -------
+        bool
+        """
+        return bool(holds) is self.expected
 
     def judge(self, metrics: Mapping[str, float]) -> bool:
-        """``holds`` applied to validated metrics, coerced to a plain bool. NaN anywhere it reads is its
-        own business: ``holds`` should treat a NaN comparison as failure (Python's comparisons do)."""
+        """``holds`` applied to validated metrics, coerced to a plain bool.
+
+        NaN anywhere it reads is its own business: ``holds`` should treat a NaN comparison as failure
+        (Python's comparisons do).
+
+        Parameters
+        ----------
+        metrics : mapping of str to float
+
+        Returns
+        -------
+        bool
+        """
         return bool(self.holds(validate_metrics(self, metrics)))
 
 
 def validate_metrics(claim: Claim, metrics: object) -> Metrics:
-    """Check that a run returned a flat ``{str: number}`` dict that contains the declared metrics."""
+    """Check that a run returned a flat ``{str: number}`` dict that contains the declared metrics.
+
+    Parameters
+    ----------
+    claim : Claim
+    metrics : object
+        What the claim's run returned.
+
+    Returns
+    -------
+    dict of str to float
+        Booleans and numpy/torch scalars converted to ``float``.
+
+    Raises
+    ------
+    ClaimError
+        Not a mapping, a non-string name, a non-number value, or a declared metric missing.
+    """
     if not isinstance(metrics, Mapping):
         raise ClaimError(f"claim {claim.key}: run returned {type(metrics).__name__}, not a dict of metrics")
     out: Metrics = {}
@@ -142,7 +284,21 @@ def validate_metrics(claim: Claim, metrics: object) -> Metrics:
 
 @dataclass(frozen=True)
 class Method:
-    """A paper and its claims. ``icml24.<slug>.paper.METHOD`` is one of these."""
+    """A paper and its claims. ``icml24.<slug>.paper.METHOD`` is one of these.
+
+    Parameters
+    ----------
+    slug : str
+        Lower case letters, digits and ``_``.
+    title : str
+    arxiv : str or None
+        The arXiv identifier.
+    code : str or None
+        The official code's address.
+    claims : tuple of Claim
+        Each key starts with ``slug/``; keys are distinct.
+    authors : tuple of str, default ()
+    """
 
     slug: str
     title: str
@@ -167,17 +323,42 @@ class Method:
             raise InputError(f"method {self.slug}: duplicate claim keys {dupes}")
 
     def claim(self, name: str) -> Claim:
-        """The claim called ``name`` (with or without the ``slug/`` prefix)."""
+        """The claim called ``name`` (with or without the ``slug/`` prefix).
+
+        Parameters
+        ----------
+        name : str
+
+        Returns
+        -------
+        Claim
+
+        Raises
+        ------
+        InputError
+            Naming the method's claims.
+        """
         key = name if "/" in name else f"{self.slug}/{name}"
         for c in self.claims:
             if c.key == key:
                 return c
-        raise InputError(f"method {self.slug} has no claim {name!r}",
-                         f"its claims: {', '.join(c.name for c in self.claims) or 'none yet'}")
+        raise InputError(
+            f"method {self.slug} has no claim {name!r}",
+            f"its claims: {', '.join(c.name for c in self.claims) or 'none yet'}",
+        )
 
 
 def finite(*values: float) -> bool:
-    """True when every value is a finite float; a helper for ``holds`` functions."""
+    """True when every value is a finite float; a helper for ``holds`` functions.
+
+    Parameters
+    ----------
+    *values : float
+
+    Returns
+    -------
+    bool
+    """
     return all(math.isfinite(v) for v in values)
 
 

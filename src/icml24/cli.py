@@ -28,70 +28,58 @@ class _Parser(argparse.ArgumentParser):
         raise InputError(message, f"see '{self.prog} --help'")
 
 
-def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
     common.add_argument("-v", "--verbose", action="store_true", help="log progress details")
 
-    p = _Parser(prog="icml24", description="Nineteen ICML 2024 systems and executable checks of their claims.",
-                parents=[common])
+    p = _Parser(
+        prog="icml24", description="Nineteen ICML 2024 systems and executable checks of their claims.", parents=[common]
+    )
     p.add_argument("--version", action="version", version=f"icml24 {__version__}")
-    sub = p.add_subparsers(dest="command", parser_class=_Parser,
-                           metavar="{list,verify,report,bench,seed-gnn,dera,gnn-certify}")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser, title="commands")
 
     ls = sub.add_parser("list", parents=[common], help="the nineteen methods, their papers and claims")
     ls.add_argument("--runs", default="runs", help="folder of run directories to read the last results from")
     ls.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    ls.set_defaults(func=_cmd_list)
 
     v = sub.add_parser("verify", parents=[common], help="run claims and print whether they hold")
     v.add_argument("targets", nargs="*", metavar="SLUG", help="methods (or slug/claim keys); default: all")
     v.add_argument("--scale", default=None, help="smoke | quick | paper (default quick)")
-    v.add_argument("--seed", default=None, help="random seed (default 0)")
+    v.add_argument("--seed", default=None, help="one random seed (default 0); same as --seeds N")
+    v.add_argument(
+        "--seeds", default=None, help="comma-separated seeds, e.g. 0,1,2: a claim holds when every seed holds"
+    )
+    v.add_argument("--engine", default="local", help="local (this process) | ray (claims x seeds as Ray tasks)")
+    v.add_argument(
+        "--address",
+        default=None,
+        metavar="HOST:PORT",
+        help="Ray cluster to join with --engine ray (default: start a local one)",
+    )
     v.add_argument("--out", default="runs", help="folder for the run directory (default runs/)")
     v.add_argument("--resume", default=None, metavar="DIR", help="finish an interrupted run directory")
     v.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
+    v.set_defaults(func=_cmd_verify)
 
     r = sub.add_parser("report", parents=[common], help="write report.md of a run directory")
     r.add_argument("run_dir", metavar="DIR")
+    r.set_defaults(func=_cmd_report)
 
     b = sub.add_parser("bench", parents=[common], help="run benchmarks/<slug>.py and print its ratios")
     b.add_argument("slug")
     b.add_argument("bench_args", nargs=argparse.REMAINDER, help="arguments passed to the benchmark")
+    b.set_defaults(func=_cmd_bench)
 
-    sg = sub.add_parser("seed-gnn", parents=[common], help="SEED-GNN sequential GNN editing")
-    sg_sub = sg.add_subparsers(dest="verb", parser_class=_Parser, metavar="{edit}")
-    e = sg_sub.add_parser("edit", parents=[common], help="edit the paper's targets one after another")
-    e.add_argument("--data", default="auto", choices=["auto", "cora", "csbm"],
-                   help="cora (data root), csbm (synthetic), auto (cora when present)")
-    e.add_argument("--model", default="gcn", choices=["gcn", "sage", "gin"])
-    e.add_argument("--editor", default="seed", choices=["seed", "egnn", "finetune", "gre", "gre+"])
-    e.add_argument("--edits", type=int, default=50, help="number of sequential edits (default 50)")
-    e.add_argument("--seed", type=int, default=0)
-    e.add_argument("--official-quirk", action="store_true", help="reproduce the official neighbour-index bug")
-    e.add_argument("--save-state", default=None, metavar="PATH", help="save the editor state here")
-    e.add_argument("--out", default="runs", help="folder for the run directory (default runs/)")
+    # Method verbs register themselves: icml24/<slug>/cli.py defines register(subparsers, parents), read
+    # without importing the method (its heavy imports happen inside the command it sets as ``func``).
+    from . import registry
 
-    dr = sub.add_parser("dera", parents=[common], help="DeRa decoding-time realignment")
-    dr_sub = dr.add_subparsers(dest="verb", parser_class=_Parser, metavar="{generate}")
-    g = dr_sub.add_parser("generate", parents=[common], help="decode with DeRa at a chosen lambda")
-    g.add_argument("--lambda", dest="lam", type=float, required=True,
-                   help="0 = reference, 1 = aligned model, > 1 extrapolates")
-    g.add_argument("--prompt", required=True)
-    g.add_argument("--aligned", default=None, help="local HF folder of the aligned model (default: trained pair)")
-    g.add_argument("--ref", default=None, help="local HF folder of its reference model")
-    g.add_argument("--samples", type=int, default=4, help="number of samples (1 = greedy unless --sample)")
-    g.add_argument("--sample", action="store_true", help="sample even for one output")
-    g.add_argument("--max-new-tokens", type=int, default=64)
-    g.add_argument("--temperature", type=float, default=1.0)
-    g.add_argument("--top-k", type=int, default=0)
-    g.add_argument("--top-p", type=float, default=1.0)
-    g.add_argument("--seed", type=int, default=0)
-
-    gc = sub.add_parser("gnn-certify", parents=[common], help="certify a GNN's robustness to edge flips (MIP)")
-    if "gnn-certify" in argv:  # its arguments live with the method; import it only when it is used
-        from .gnn_certify.cli import add_arguments
-
-        add_arguments(gc)
+    for slug in registry.SLUGS:
+        module = registry.load_light(slug, "cli")
+        if module is not None:
+            module.register(sub, [common])
     return p
 
 
@@ -103,13 +91,15 @@ def _cmd_list(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return EXIT_OK
-    head = ["slug", "status", "claims", "held", "arXiv", "code", "title"]
+    head = ["slug", "status", "claims", "held", "findings", "arXiv", "code", "title"]
     body = []
     for r in rows:
         held = "-" if r["held"] is None else f"{r['held']}/{r['ran']}"
         code = (r["code"] or "-").replace("https://", "")
         title = r["title"] if len(r["title"]) <= 60 else r["title"][:57] + "..."
-        body.append([r["slug"], r["status"], str(r["claims"]), held, r["arxiv"] or "-", code, title])
+        body.append(
+            [r["slug"], r["status"], str(r["claims"]), held, str(r["findings"]), r["arxiv"] or "-", code, title]
+        )
     widths = [max(len(x[i]) for x in [head] + body) for i in range(len(head))]
     print("  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip())
     for row in body:
@@ -117,29 +107,36 @@ def _cmd_list(args) -> int:
     return EXIT_OK
 
 
-def _parse_seed(raw) -> int:
-    try:
-        seed = int(raw)
-    except (TypeError, ValueError):
-        raise InputError(f"--seed must be a non-negative integer, got {raw!r}") from None
-    if seed < 0:
-        raise InputError(f"--seed must be a non-negative integer, got {raw!r}")
-    return seed
-
-
 def _cmd_verify(args) -> int:
     from .claims import Scale
-    from .verify import jsonable, text_table, verify
+    from .verify import jsonable, parse_seeds, summary_line, text_table, verify
 
+    if args.seed is not None and args.seeds is not None:
+        raise InputError("give --seed or --seeds, not both")
     if args.resume is not None:
-        if args.targets or args.scale is not None or args.seed is not None:
-            raise InputError("--resume takes its methods, scale and seed from the run directory",
-                             "drop the other options, or start a new run without --resume")
-        outcome = verify(resume=args.resume, debug=args.debug)
+        if args.targets or args.scale is not None or args.seed is not None or args.seeds is not None:
+            raise InputError(
+                "--resume takes its methods, scale and seeds from the run directory",
+                "drop the other options, or start a new run without --resume",
+            )
+        outcome = verify(resume=args.resume, debug=args.debug, engine=args.engine, address=args.address)
     else:
         scale = Scale.parse(args.scale if args.scale is not None else "quick")
-        seed = _parse_seed(args.seed if args.seed is not None else 0)
-        outcome = verify(args.targets, scale=scale, seed=seed, out=args.out, debug=args.debug)
+        raw = args.seeds if args.seeds is not None else (args.seed if args.seed is not None else "0")
+        try:
+            seeds = parse_seeds(raw)
+        except InputError as exc:
+            flag = "--seeds" if args.seeds is not None else "--seed"
+            raise InputError(f"{flag} must be non-negative integers, got {raw!r}", exc.hint) from None
+        outcome = verify(
+            args.targets,
+            scale=scale,
+            seeds=seeds,
+            out=args.out,
+            debug=args.debug,
+            engine=args.engine,
+            address=args.address,
+        )
     if outcome.run_dir is None:
         msg = "no method has claims yet: nothing to verify"
         if args.json:
@@ -148,12 +145,24 @@ def _cmd_verify(args) -> int:
             print(msg)
         return EXIT_OK
     if args.json:
-        print(json.dumps(jsonable({"run_dir": str(outcome.run_dir.path), "results": outcome.records,
-                                   "all_hold": outcome.all_hold}), indent=2, ensure_ascii=False))
+        print(
+            json.dumps(
+                jsonable(
+                    {
+                        "run_dir": str(outcome.run_dir.path),
+                        "results": outcome.records,
+                        "claims": outcome.aggregates,
+                        "all_hold": outcome.all_hold,
+                        "all_match": outcome.all_match,
+                    }
+                ),
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
     else:
         print(text_table(outcome.records))
-        n_hold = sum(1 for r in outcome.records if r["holds"] is True)
-        print(f"\n{n_hold}/{len(outcome.records)} claims hold; run directory: {outcome.run_dir.path}")
+        print(f"\n{summary_line(outcome.records)}; run directory: {outcome.run_dir.path}")
     return outcome.exit_code
 
 
@@ -165,13 +174,17 @@ def _cmd_report(args) -> int:
 
 
 def _find_benchmark(slug: str) -> Path:
-    candidates = [Path.cwd() / "benchmarks" / f"{slug}.py",
-                  Path(__file__).resolve().parents[2] / "benchmarks" / f"{slug}.py"]
+    candidates = [
+        Path.cwd() / "benchmarks" / f"{slug}.py",
+        Path(__file__).resolve().parents[2] / "benchmarks" / f"{slug}.py",
+    ]
     for c in candidates:
         if c.is_file():
             return c
-    raise InputError(f"no benchmark for {slug!r}",
-                     "benchmarks live in benchmarks/<slug>.py of the source checkout; run from its root")
+    raise InputError(
+        f"no benchmark for {slug!r}",
+        "benchmarks live in benchmarks/<slug>.py of the source checkout; run from its root",
+    )
 
 
 def _cmd_bench(args) -> int:
@@ -185,48 +198,38 @@ def _cmd_bench(args) -> int:
     return subprocess.call([sys.executable, str(script), *args.bench_args], env=env)
 
 
-def _cmd_seed_gnn(args) -> int:
-    if args.verb != "edit":
-        raise InputError("seed-gnn needs a verb", "try 'icml24 seed-gnn edit --help'")
-    if args.edits < 1 or args.seed < 0:
-        raise InputError("--edits must be >= 1 and --seed >= 0")
-    from .seed_gnn.cli import edit_command
-
-    return edit_command(args)
-
-
-def _cmd_dera(args) -> int:
-    if args.verb != "generate":
-        raise InputError("dera needs a verb", "try 'icml24 dera generate --help'")
-    from .dera.cli import generate_command
-
-    return generate_command(args)
-
-
-def _cmd_gnn_certify(args) -> int:
-    from .gnn_certify.cli import certify_command
-
-    return certify_command(args)
-
-
-COMMANDS = {"list": _cmd_list, "verify": _cmd_verify, "report": _cmd_report, "bench": _cmd_bench,
-            "seed-gnn": _cmd_seed_gnn, "dera": _cmd_dera, "gnn-certify": _cmd_gnn_certify}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``icml24`` command line.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit status: 0 ok, 1 a verdict differs from its declaration, 2 bad input, 130 interrupted.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     try:
-        args = _parser(argv).parse_args(argv)
-        logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                            format="%(levelname)s: %(message)s", stream=sys.stderr)
-        if args.command is None:
-            _parser().print_help()
+        parser = _parser()
+        args = parser.parse_args(argv)
+        logging.basicConfig(
+            level=logging.INFO if args.verbose else logging.WARNING,
+            format="%(levelname)s: %(message)s",
+            stream=sys.stderr,
+        )
+        if getattr(args, "func", None) is None:
+            (getattr(args, "help_parser", None) or parser).print_help()
             return EXIT_USAGE
-        return COMMANDS[args.command](args)
+        return int(args.func(args))
     except KeyboardInterrupt:
-        print("error: interrupted (finished claims are saved; continue with 'icml24 verify --resume DIR')",
-              file=sys.stderr)
+        print(
+            "error: interrupted (finished claims are saved; continue with 'icml24 verify --resume DIR')",
+            file=sys.stderr,
+        )
         return EXIT_INTERRUPTED
     except ICML24Error as exc:
         if debug:

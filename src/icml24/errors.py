@@ -8,7 +8,24 @@ from __future__ import annotations
 
 
 class ICML24Error(Exception):
-    """Base class of every error icml24 raises on purpose."""
+    """Base class of every error icml24 raises on purpose.
+
+    ``str(error)`` is ``"<message> (<hint>)"``, or just the message when there is no hint.
+
+    Parameters
+    ----------
+    message : str
+        What went wrong.
+    hint : str, optional
+        What to do about it.
+
+    Attributes
+    ----------
+    message : str
+        The message, as given.
+    hint : str or None
+        The hint, as given.
+    """
 
     def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(message)
@@ -19,28 +36,78 @@ class ICML24Error(Exception):
         return f"{self.message} ({self.hint})" if self.hint else self.message
 
     def one_line(self) -> str:
-        """The message and hint on a single line, as the CLI prints it."""
+        """Return the message and hint on a single line, as the CLI prints it.
+
+        Returns
+        -------
+        str
+            ``str(self)`` with every run of whitespace (newlines included) collapsed to one space.
+        """
         return " ".join(str(self).split())
 
 
 class InputError(ICML24Error, ValueError):
-    """An argument has the wrong type, shape, range or value. The message names the argument."""
+    """An argument has the wrong type, shape, range or value.
+
+    Also a :class:`ValueError`, so callers that catch ``ValueError`` keep working.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong; it names the argument.
+    hint : str, optional
+        What to pass instead.
+    """
 
 
 class DataUnavailable(ICML24Error, FileNotFoundError):
-    """A data set's files are not under the data root. The message names the files and the folder."""
+    """A data set's files are not under the data root.
+
+    Also a :class:`FileNotFoundError`, so callers that catch it keep working.
+
+    Parameters
+    ----------
+    message : str
+        What is missing; it names the files and the folder.
+    hint : str, optional
+        Where to get the files or how to point at them.
+    """
 
 
 class DataError(ICML24Error):
-    """A data set's files are present but unreadable (corrupt, truncated, wrong format)."""
+    """A data set's files are present but unreadable (corrupt, truncated, wrong format).
+
+    Parameters
+    ----------
+    message : str
+        Which file could not be read, and why.
+    hint : str, optional
+        What to do about it (usually: replace the file).
+    """
 
 
 class RunDirError(ICML24Error):
-    """A run directory cannot be used (missing files, unreadable results); it is never overwritten."""
+    """A run directory cannot be used (missing files, unreadable results); it is never overwritten.
+
+    Parameters
+    ----------
+    message : str
+        Which run directory, and what is wrong with it.
+    hint : str, optional
+        What to do about it.
+    """
 
 
 class ClaimError(ICML24Error):
-    """A claim broke the protocol: its run returned malformed metrics or lacks a declared metric."""
+    """A claim broke the protocol: its run returned malformed metrics or lacks a declared metric.
+
+    Parameters
+    ----------
+    message : str
+        Which claim, and how it broke the protocol.
+    hint : str, optional
+        What to do about it.
+    """
 
 
 __all__ = ["ICML24Error", "InputError", "DataUnavailable", "DataError", "RunDirError", "ClaimError"]

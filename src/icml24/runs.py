@@ -36,14 +36,49 @@ CONFIG = "config.json"
 ENV = "env.json"
 RESULTS = "results.jsonl"
 REPORT = "report.md"
+LOCK = ".lock"
 
-_PACKAGES = ("icml24", "torch", "numpy", "scipy", "scikit-learn", "torch-geometric", "matplotlib", "tqdm",
-             "transformers", "tokenizers", "pyscipopt", "rdkit", "hypothesis", "pytest")
+_PACKAGES = (
+    "icml24",
+    "torch",
+    "numpy",
+    "scipy",
+    "scikit-learn",
+    "torch-geometric",
+    "matplotlib",
+    "tqdm",
+    "transformers",
+    "tokenizers",
+    "pyscipopt",
+    "rdkit",
+    "hypothesis",
+    "pytest",
+)
 
 
 # ----------------------------------------------------------------------------------------------- writes
+def current_umask() -> int:
+    """The process's file-mode creation mask (read without changing it for longer than a call)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and an atomic rename."""
+    """Write ``data`` to ``path`` through a temporary file in the same folder and an atomic rename.
+
+    The file gets the mode an ordinary ``open(path, "w")`` would give it (0666 less the user's umask), not
+    the 0600 of a temporary file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    data : bytes
+
+    Returns
+    -------
+    pathlib.Path
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -52,6 +87,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -61,10 +97,33 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    """:func:`atomic_write_bytes` of ``text`` encoded as UTF-8.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    text : str
+
+    Returns
+    -------
+    pathlib.Path
+    """
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
+    """:func:`atomic_write_text` of ``obj`` as indented, key-sorted JSON (paths, numpy/torch scalars and
+    enums converted).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    obj : object
+
+    Returns
+    -------
+    pathlib.Path
+    """
     return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
 
 
@@ -80,15 +139,31 @@ def _json_default(obj: Any) -> Any:
 
 # ---------------------------------------------------------------------------------------------- environment
 def git_commit(start: str | os.PathLike | None = None) -> str | None:
-    """The commit of the checkout holding this package (``+dirty`` when it has changes), or None."""
+    """The commit of the checkout holding this package (``+dirty`` when it has changes), or None.
+
+    Parameters
+    ----------
+    start : path, optional
+        Where to look (default: this package's folder).
+
+    Returns
+    -------
+    str or None
+    """
     where = Path(start) if start else Path(__file__).resolve().parent
     try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True,
-                             timeout=10).stdout.strip()
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, timeout=10
+        ).stdout.strip()
         if not sha:
             return None
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=where,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=where,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
         return sha + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return None
@@ -103,7 +178,12 @@ def _cpu_model() -> str:
 
 
 def environment() -> dict[str, Any]:
-    """Versions, CPU and git commit: what ``env.json`` records."""
+    """Versions, CPU and git commit: what ``env.json`` records.
+
+    Returns
+    -------
+    dict
+    """
     versions = {}
     for name in _PACKAGES:
         with contextlib.suppress(metadata.PackageNotFoundError):
@@ -133,13 +213,37 @@ def _utc_stamp() -> str:
 
 @dataclass
 class RunDir:
-    """A run directory. Create one with :meth:`create`, reopen one with :meth:`open`."""
+    """A run directory. Create one with :meth:`create`, reopen one with :meth:`open`.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+    """
 
     path: Path
 
     @classmethod
     def create(cls, out: str | os.PathLike, what: str, config: dict[str, Any]) -> "RunDir":
-        """Make ``<out>/<UTC time>-<what>/`` and write ``config.json`` and ``env.json`` into it."""
+        """Make ``<out>/<UTC time>-<what>/`` and write ``config.json`` and ``env.json`` into it.
+
+        Parameters
+        ----------
+        out : path
+            The folder of run directories (created when missing).
+        what : str
+            A short description for the folder name.
+        config : dict
+            Everything needed to re-run.
+
+        Returns
+        -------
+        RunDir
+
+        Raises
+        ------
+        InputError
+            When ``out`` is a file or cannot be written.
+        """
         out = Path(out)
         if out.exists() and not out.is_dir():
             raise InputError(f"--out {out} is a file", "give a folder for run directories")
@@ -152,33 +256,58 @@ class RunDir:
                 break
             except FileExistsError:
                 continue
+            except OSError as exc:
+                raise InputError(
+                    f"--out {out} is not writable: {exc.strerror or exc}", "give a folder you can write to"
+                ) from None
         else:  # pragma: no cover
             raise RunDirError(f"cannot create a run directory under {out}")
         run = cls(path)
-        atomic_write_json(path / CONFIG, config)
-        atomic_write_json(path / ENV, environment())
+        try:
+            atomic_write_json(path / CONFIG, config)
+            atomic_write_json(path / ENV, environment())
+        except OSError as exc:
+            raise InputError(
+                f"--out {out} is not writable: {exc.strerror or exc}", "give a folder you can write to"
+            ) from None
         return run
 
     @classmethod
     def open(cls, path: str | os.PathLike) -> "RunDir":
-        """Reopen an existing run directory (for ``--resume`` or ``report``); checks ``config.json``."""
+        """Reopen an existing run directory (for ``--resume`` or ``report``); checks ``config.json``.
+
+        Parameters
+        ----------
+        path : path
+
+        Returns
+        -------
+        RunDir
+
+        Raises
+        ------
+        RunDirError
+            When it does not exist or its ``config.json`` is missing or unreadable.
+        """
         path = Path(path)
         if not path.is_dir():
             raise RunDirError(f"run directory {path} does not exist", "give a folder that 'icml24 verify' wrote")
         if not (path / CONFIG).is_file():
             raise RunDirError(f"{path} has no {CONFIG}", "it is not a run directory that 'icml24 verify' wrote")
         run = cls(path)
-        run.config  # parse now, so that a broken config is reported before anything runs
+        _ = run.config  # parse now, so that a broken config is reported before anything runs
         return run
 
     @property
     def config(self) -> dict[str, Any]:
+        """The parsed ``config.json`` (raises :class:`RunDirError` when unreadable)."""
         try:
             return json.loads((self.path / CONFIG).read_text())
         except (OSError, json.JSONDecodeError) as exc:
             raise RunDirError(f"{self.path / CONFIG} is unreadable: {exc}", "it is left as it is") from None
 
     def env(self) -> dict[str, Any]:
+        """The parsed ``env.json``, or an empty dict when it is missing or unreadable."""
         with contextlib.suppress(OSError, json.JSONDecodeError):
             return json.loads((self.path / ENV).read_text())
         return {}
@@ -189,6 +318,14 @@ class RunDir:
         A truncated last line (a run killed while writing it) is ignored with a warning; with
         ``repair=True`` it is also cut off the file (atomically) so that appends start on a fresh line.
         Any other unreadable line is refused with :class:`RunDirError`; the file is never overwritten then.
+
+        Parameters
+        ----------
+        repair : bool, default False
+
+        Returns
+        -------
+        list of dict
         """
         path = self.path / RESULTS
         if not path.exists():
@@ -209,19 +346,24 @@ class RunDir:
                     raise ValueError("not a result record")
             except (ValueError, UnicodeDecodeError):
                 if last:
-                    log.warning("ignoring the truncated last line of %s (a run was killed while writing it)",
-                                path)
+                    log.warning("ignoring the truncated last line of %s (a run was killed while writing it)", path)
                     if repair:
                         good = b"\n".join(lines[:i]) + (b"\n" if i else b"")
                         atomic_write_bytes(path, good)
                     break
-                raise RunDirError(f"{path} line {i + 1} is unreadable",
-                                  "the file is left untouched; move it away to start afresh") from None
+                raise RunDirError(
+                    f"{path} line {i + 1} is unreadable", "the file is left untouched; move it away to start afresh"
+                ) from None
             records.append(rec)
         return records
 
     def append(self, record: dict[str, Any]) -> None:
-        """Append one result line, flushed and fsynced."""
+        """Append one result line, flushed and fsynced.
+
+        Parameters
+        ----------
+        record : dict
+        """
         path = self.path / RESULTS
         line = json.dumps(record, sort_keys=True, default=_json_default, allow_nan=True)
         needs_newline = path.exists() and path.stat().st_size > 0 and not path.read_bytes().endswith(b"\n")
@@ -232,7 +374,57 @@ class RunDir:
             f.flush()
             os.fsync(f.fileno())
 
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the run directory for this process: a second ``verify`` or ``--resume`` of it is refused.
+
+        An advisory ``flock`` on ``<run>/.lock``, released when the block ends or the process dies.
+
+        Raises
+        ------
+        RunDirError
+            When another process holds it.
+        """
+        import fcntl
+
+        path = self.path / LOCK
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as exc:
+            raise RunDirError(f"cannot lock {self.path}: {exc.strerror or exc}") from None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = ""
+                with contextlib.suppress(OSError, ValueError):
+                    holder = f" (pid {int(os.pread(fd, 32, 0).decode().strip())})"
+                raise RunDirError(
+                    f"run directory {self.path} is in use by another icml24 process{holder}",
+                    "wait for it to finish, or resume it once it has stopped",
+                ) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def record_resume(self) -> None:
+        """Append this resume (time, command line, environment) to ``env.json``'s ``resumes`` list."""
+        env = self.env()
+        now = environment()
+        entry = {
+            "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "argv": sys.argv,
+            "git_commit": now.get("git_commit"),
+            "packages": now.get("packages"),
+            "python": now.get("python"),
+        }
+        env.setdefault("resumes", []).append(entry)
+        atomic_write_json(self.path / ENV, env)
+
     def pngs(self) -> list[Path]:
+        """Every PNG under the run directory, sorted."""
         return sorted(p for p in self.path.rglob("*.png") if p.is_file())
 
 
@@ -242,7 +434,13 @@ _ARTIFACT_DIR: contextvars.ContextVar[Path | None] = contextvars.ContextVar("icm
 
 @contextlib.contextmanager
 def artifacts_to(path: str | os.PathLike | None) -> Iterator[None]:
-    """Within this block, :func:`save_figure` writes into ``path`` (the run directory of a claim)."""
+    """Within this block, :func:`save_figure` writes into ``path`` (the run directory of a claim).
+
+    Parameters
+    ----------
+    path : path or None
+        None: nothing is saved within the block.
+    """
     token = _ARTIFACT_DIR.set(Path(path) if path is not None else None)
     try:
         yield
@@ -251,18 +449,34 @@ def artifacts_to(path: str | os.PathLike | None) -> Iterator[None]:
 
 
 def artifact_dir() -> Path | None:
-    """The folder a running claim may write plots and tables into, or None outside ``icml24 verify``."""
+    """The folder a running claim may write plots and tables into, or None outside ``icml24 verify``.
+
+    Returns
+    -------
+    pathlib.Path or None
+    """
     return _ARTIFACT_DIR.get()
 
 
 def save_figure(fig, name: str) -> Path | None:
     """Save a matplotlib figure as ``<name>.png`` in the current run directory (atomically).
 
-    Outside a run (tests, interactive use) nothing is written and None is returned. The figure is closed.
+    Draw on a :class:`matplotlib.figure.Figure` (``fig = Figure(); ax = fig.subplots()``): library code
+    never touches pyplot's global state or the user's backend. A pyplot figure is closed after saving.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+    name : str
+        The file's stem; characters other than letters, digits, ``-``, ``_`` and ``.`` become ``-``.
+
+    Returns
+    -------
+    pathlib.Path or None
+        The PNG written, or None outside a run (tests, interactive use), where nothing is written.
     """
     import io
-
-    import matplotlib.pyplot as plt
+    import sys
 
     where = artifact_dir()
     try:
@@ -273,8 +487,58 @@ def save_figure(fig, name: str) -> Path | None:
         fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
         return atomic_write_bytes(where / f"{stem}.png", buf.getvalue())
     finally:
-        plt.close(fig)
+        plt = sys.modules.get("matplotlib.pyplot")
+        if plt is not None:  # a figure made with pyplot: release it (a no-op for a plain Figure)
+            plt.close(fig)
 
 
-__all__ = ["RunDir", "atomic_write_bytes", "atomic_write_text", "atomic_write_json", "environment", "git_commit",
-           "artifacts_to", "artifact_dir", "save_figure"]
+# -------------------------------------------------------------------------------------- substitutions
+_SUBSTITUTIONS: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("icml24_substitutions", default=None)
+
+
+@contextlib.contextmanager
+def recording_substitutions() -> Iterator[list[str]]:
+    """Collect what :func:`note_substitution` reports within the block (``verify`` does this per claim).
+
+    Yields
+    ------
+    list of str
+        The notes, filled as the block runs.
+    """
+    notes: list[str] = []
+    token = _SUBSTITUTIONS.set(notes)
+    try:
+        yield notes
+    finally:
+        _SUBSTITUTIONS.reset(token)
+
+
+def note_substitution(text: str) -> None:
+    """Say that a claim's run stands something in for what its statement names (a synthetic graph for
+    Cora when the data root lacks it, at QUICK or SMOKE scale). ``verify`` names it in the table and
+    report. At PAPER scale nothing may be substituted: raise :class:`~icml24.errors.DataUnavailable`.
+
+    Parameters
+    ----------
+    text : str
+        One line: what is missing and what stands in for it.
+    """
+    notes = _SUBSTITUTIONS.get()
+    if notes is not None and text not in notes:
+        notes.append(text)
+    log.warning("substitution: %s", text)
+
+
+__all__ = [
+    "RunDir",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "atomic_write_json",
+    "environment",
+    "git_commit",
+    "artifacts_to",
+    "artifact_dir",
+    "save_figure",
+    "note_substitution",
+    "recording_substitutions",
+]

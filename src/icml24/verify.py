@@ -6,12 +6,14 @@ The command line (``icml24 verify`` / ``icml24 report``) is a thin layer over :f
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
-import json
 import logging
 import math
 import os
+import statistics
 import sys
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -21,14 +23,30 @@ from typing import Any, Iterable, Sequence
 from . import registry
 from .claims import Claim, Method, Scale, validate_metrics
 from .errors import ICML24Error, InputError, RunDirError
-from .runs import REPORT, RESULTS, RunDir, artifacts_to, atomic_write_text
+from .extras import require
+from .runs import REPORT, RESULTS, RunDir, artifacts_to, atomic_write_bytes, atomic_write_text, recording_substitutions
+from .validation import check_choice, check_seed
 
 log = logging.getLogger(__name__)
 
 
 # ------------------------------------------------------------------------------------------------ select
 def select_claims(targets: Sequence[str] | None) -> list[Claim]:
-    """Claims named by ``targets`` (slugs or ``slug/claim`` keys); all implemented methods' when empty."""
+    """Claims named by ``targets`` (slugs or ``slug/claim`` keys); all implemented methods' when empty.
+
+    Parameters
+    ----------
+    targets : sequence of str or None
+
+    Returns
+    -------
+    list of Claim
+
+    Raises
+    ------
+    InputError
+        For an unknown or planned method or an unknown claim.
+    """
     if not targets:
         out: list[Claim] = []
         for slug in registry.all_slugs():
@@ -52,7 +70,16 @@ def select_claims(targets: Sequence[str] | None) -> list[Claim]:
 
 
 def claims_by_key(keys: Iterable[str]) -> list[Claim]:
-    """Look claims up by key (for ``--resume``); a key that no longer exists is an error."""
+    """Look claims up by key (for ``--resume``); a key that no longer exists is an error.
+
+    Parameters
+    ----------
+    keys : iterable of str
+
+    Returns
+    -------
+    list of Claim
+    """
     out = []
     for key in keys:
         slug, _, name = str(key).partition("/")
@@ -66,35 +93,66 @@ def claims_by_key(keys: Iterable[str]) -> list[Claim]:
 # -------------------------------------------------------------------------------------------------- run
 @dataclass
 class Outcome:
+    """What :func:`verify` returns: the run directory, one record per (claim, seed), and aggregates."""
+
     run_dir: RunDir | None
     records: list[dict[str, Any]] = field(default_factory=list)
     skipped: int = 0
 
     @property
+    def aggregates(self) -> list[dict[str, Any]]:
+        """One row per claim over its seeds (see :func:`aggregate`)."""
+        return aggregate(self.records)
+
+    @property
     def all_hold(self) -> bool:
-        return all(r.get("holds") is True for r in self.records)
+        """True when every claim holds on every seed (findings included)."""
+        return all(a["holds"] is True for a in self.aggregates)
+
+    @property
+    def all_match(self) -> bool:
+        """True when every verdict is the declared one: claims hold, findings do not, nothing raised."""
+        return all(a["matches"] for a in self.aggregates)
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.all_hold else 1
+        """0 when every verdict matches its declaration, 1 otherwise (as pytest's strict xfail)."""
+        return 0 if self.all_match else 1
 
 
 def run_claim(claim: Claim, scale: Scale, seed: int, *, debug: bool = False) -> dict[str, Any]:
-    """Run one claim and return its result record (never raises unless ``debug``)."""
+    """Run one claim on one seed and return its result record (never raises unless ``debug``).
+
+    Parameters
+    ----------
+    claim : Claim
+    scale : Scale
+    seed : int
+    debug : bool, default False
+        Let the claim's exception propagate instead of recording it.
+
+    Returns
+    -------
+    dict
+        ``key, slug, claim, statement, scale, seed, metrics, headline(_value), baseline(_value), paper,
+        expected, finding, holds, matches, status ("holds" | "fails" | "error"), error, substitutions,
+        seconds, finished``.
+    """
     t0 = time.perf_counter()
     metrics: dict[str, float] = {}
     error = None
     holds = False
-    try:
-        metrics = validate_metrics(claim, claim.run(scale, seed))
-        holds = bool(claim.holds(metrics))
-    except KeyboardInterrupt:
-        raise
-    except Exception as exc:  # a failing claim must not take the others down
-        if debug:
+    with recording_substitutions() as notes:
+        try:
+            metrics = validate_metrics(claim, claim.runner()(scale, seed))
+            holds = bool(claim.holds(metrics))
+        except KeyboardInterrupt:
             raise
-        error = exc.one_line() if isinstance(exc, ICML24Error) else f"{type(exc).__name__}: {exc}"
-        log.debug("claim %s raised\n%s", claim.key, traceback.format_exc())
+        except Exception as exc:  # a failing claim must not take the others down
+            if debug:
+                raise
+            error = exc.one_line() if isinstance(exc, ICML24Error) else f"{type(exc).__name__}: {exc}"
+            log.debug("claim %s raised\n%s", claim.key, traceback.format_exc())
     seconds = time.perf_counter() - t0
     return {
         "key": claim.key,
@@ -108,39 +166,123 @@ def run_claim(claim: Claim, scale: Scale, seed: int, *, debug: bool = False) -> 
         "headline_value": metrics.get(claim.headline),
         "baseline": claim.baseline,
         "baseline_value": metrics.get(claim.baseline),
+        "paper": claim.paper,
+        "expected": claim.expected,
+        "finding": claim.finding,
         "holds": holds,
+        "matches": error is None and claim.matches(holds),
         "status": "error" if error else ("holds" if holds else "fails"),
         "error": error,
+        "substitutions": list(notes),
         "seconds": round(seconds, 3),
         "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
 
 
-def verify(targets: Sequence[str] | None = None, *, scale: Scale | str = Scale.QUICK, seed: int = 0,
-           out: str | os.PathLike = "runs", resume: str | os.PathLike | None = None, progress: bool | None = None,
-           debug: bool = False) -> Outcome:
-    """Run claims into a run directory and return their records (earlier ones included on resume).
+def parse_seeds(value: str | int | Sequence[int]) -> list[int]:
+    """``"0,1,2"``, ``3`` or ``[0, 1]`` as a list of distinct non-negative seeds, in the order given.
 
-    With ``resume``, the run directory's own configuration is used and the claims already in its
-    ``results.jsonl`` are skipped. Returns an :class:`Outcome` with ``run_dir=None`` when there is nothing
-    to run because no method has claims yet.
+    Parameters
+    ----------
+    value : str, int or sequence of int
+
+    Returns
+    -------
+    list of int
     """
-    from tqdm.auto import tqdm
+    if isinstance(value, str):
+        parts = [p.strip() for p in value.split(",")]
+        try:
+            seeds = [int(p) for p in parts]
+        except ValueError:
+            raise InputError(
+                f"--seeds must be comma-separated non-negative integers, got {value!r}", "e.g. --seeds 0,1,2"
+            ) from None
+    elif isinstance(value, int) and not isinstance(value, bool):
+        seeds = [value]
+    else:
+        seeds = list(value)
+    if not seeds:
+        raise InputError("seeds is empty", "give at least one seed, e.g. --seeds 0")
+    out: list[int] = []
+    for s in seeds:
+        s = check_seed(s, "seeds")
+        if s not in out:
+            out.append(s)
+    return out
 
+
+ENGINES = ("local", "ray")
+
+
+def verify(
+    targets: Sequence[str] | None = None,
+    *,
+    scale: Scale | str = Scale.QUICK,
+    seeds: str | int | Sequence[int] = (0,),
+    seed: int | None = None,
+    out: str | os.PathLike = "runs",
+    resume: str | os.PathLike | None = None,
+    progress: bool | None = None,
+    debug: bool = False,
+    engine: str = "local",
+    address: str | None = None,
+) -> Outcome:
+    """Run claims x seeds into a run directory and return their records (earlier ones included on resume).
+
+    Parameters
+    ----------
+    targets : sequence of str, optional
+        Slugs or ``slug/claim`` keys; every implemented method's claims when empty.
+    scale : Scale or str, default QUICK
+    seeds : str, int or sequence of int, default (0,)
+        Each claim runs once per seed; it holds when every seed holds.
+    seed : int, optional
+        One seed; the same as ``seeds=[seed]``.
+    out : path, default "runs"
+        Folder of run directories.
+    resume : path, optional
+        A run directory to finish: its own configuration is used and the (claim, seed) pairs already in its
+        ``results.jsonl`` are skipped. The resume is recorded in its ``env.json``.
+    progress : bool, optional
+        Show a progress bar (default: when stderr is a terminal).
+    debug : bool, default False
+        Let a claim's exception propagate.
+    engine : {"local", "ray"}, default "local"
+        ``ray`` runs claims x seeds as Ray tasks (one CPU each unless the claim declares ``cpus``).
+    address : str, optional
+        The Ray cluster to join; a local one is started when None and Ray is not initialised.
+
+    Returns
+    -------
+    Outcome
+        ``run_dir=None`` when no method has claims yet.
+
+    Raises
+    ------
+    InputError
+        Bad arguments; RunDirError: an unusable run directory or one in use by another process.
+    """
+    engine = check_choice(engine, "engine", ENGINES)
+    if address is not None and engine != "ray":
+        raise InputError("--address needs --engine ray")
+    if engine == "ray":
+        require("ray", extra="ray", what="--engine ray")
     if resume is not None:
         run = RunDir.open(resume)
         cfg = run.config
         try:
-            scale, seed, keys = Scale.parse(cfg["scale"]), int(cfg["seed"]), list(cfg["claims"])
-        except (KeyError, TypeError, ValueError):
-            raise RunDirError(f"{run.path / 'config.json'} lacks scale, seed or claims",
-                              "it was not written by 'icml24 verify'") from None
+            scale = Scale.parse(cfg["scale"])
+            seeds = parse_seeds(cfg["seeds"] if "seeds" in cfg else [int(cfg["seed"])])
+            keys = list(cfg["claims"])
+        except (KeyError, TypeError, ValueError, InputError):
+            raise RunDirError(
+                f"{run.path / 'config.json'} lacks scale, seeds or claims", "it was not written by 'icml24 verify'"
+            ) from None
         claims = claims_by_key(keys)
-        done = run.results(repair=True)
     else:
         scale = Scale.parse(scale)
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise InputError(f"--seed must be a non-negative integer, got {seed!r}")
+        seeds = parse_seeds(seeds if seed is None else seed)
         claims = select_claims(targets)
         if not claims:
             return Outcome(None)
@@ -150,38 +292,217 @@ def verify(targets: Sequence[str] | None = None, *, scale: Scale | str = Scale.Q
             "targets": list(targets or []),
             "claims": [c.key for c in claims],
             "scale": scale.value,
-            "seed": seed,
+            "seeds": seeds,
+            "seed": seeds[0],
+            "engine": engine,
             "argv": sys.argv,
             "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         }
         run = RunDir.create(out, what, config)
-        done = []
 
-    done_keys = {r["key"] for r in done}
-    records = [r for r in done if r["key"] in {c.key for c in claims}]
-    todo = [c for c in claims if c.key not in done_keys]
-    if done_keys:
-        log.info("resuming %s: %d claims done, %d to run", run.path, len(done_keys), len(todo))
-    bar = tqdm(todo, disable=None if progress is None else not progress, file=sys.stderr, unit="claim",
-               dynamic_ncols=True)
-    for claim in bar:
-        bar.set_description(claim.key)
-        with artifacts_to(run.path):
-            rec = run_claim(claim, scale, seed, debug=debug)
-        run.append(rec)
-        records.append(rec)
-        tqdm.write(f"  {claim.key}: {rec['status']} ({rec['seconds']:.1f} s)"
-                   + (f" - {rec['error']}" if rec["error"] else ""), file=sys.stderr)
-    bar.close()
-    # keep the config's order, earlier results first where they came from
-    order = {c.key: i for i, c in enumerate(claims)}
-    records.sort(key=lambda r: order.get(r["key"], len(order)))
-    write_report(run.path, quiet=True)
-    return Outcome(run, records, skipped=len(done_keys))
+    with run.lock():
+        done = run.results(repair=True) if resume is not None else []
+        if resume is not None:
+            run.record_resume()
+        done_pairs = {(r["key"], int(r.get("seed", 0))) for r in done}
+        wanted = {c.key for c in claims}
+        records = [r for r in done if r["key"] in wanted]
+        todo = [(c, s) for c in claims for s in seeds if (c.key, s) not in done_pairs]
+        if done_pairs:
+            log.info("resuming %s: %d runs done, %d to run", run.path, len(done_pairs), len(todo))
+        runner = _run_ray if engine == "ray" else _run_local
+        for rec in runner(todo, scale, run, debug=debug, progress=progress, address=address):
+            records.append(rec)
+        order = {(c.key, s): i for i, (c, s) in enumerate((c, s) for c in claims for s in seeds)}
+        records.sort(key=lambda r: order.get((r["key"], int(r.get("seed", 0))), len(order)))
+        write_report(run.path, quiet=True)
+    return Outcome(run, records, skipped=len(done_pairs))
+
+
+def _announce(rec: dict[str, Any]) -> None:
+    from tqdm.auto import tqdm
+
+    tqdm.write(
+        f"  {rec['key']} seed {rec['seed']}: {verdict_text(rec)} ({rec['seconds']:.1f} s)"
+        + (f" - {rec['error']}" if rec["error"] else ""),
+        file=sys.stderr,
+    )
+
+
+def _run_local(todo, scale: Scale, run: RunDir, *, debug: bool, progress: bool | None, address=None):
+    """The in-process engine: one (claim, seed) after another, each result appended as it finishes."""
+    from tqdm.auto import tqdm
+
+    bar = tqdm(
+        todo, disable=None if progress is None else not progress, file=sys.stderr, unit="run", dynamic_ncols=True
+    )
+    try:
+        for claim, seed in bar:
+            bar.set_description(f"{claim.key} seed {seed}")
+            with artifacts_to(run.path), _ticking(bar):
+                rec = run_claim(claim, scale, seed, debug=debug)
+            run.append(rec)
+            _announce(rec)
+            yield rec
+    finally:
+        bar.close()
+
+
+@contextlib.contextmanager
+def _ticking(bar, every: float = 1.0):
+    """While a claim runs, show its elapsed seconds on the progress bar (when the bar is shown at all)."""
+    if getattr(bar, "disable", True):
+        yield
+        return
+    stop = threading.Event()
+    t0 = time.perf_counter()
+
+    def tick() -> None:
+        while not stop.wait(every):
+            bar.set_postfix_str(f"{time.perf_counter() - t0:.0f} s", refresh=True)
+
+    thread = threading.Thread(target=tick, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        bar.set_postfix_str("")
+
+
+def _ray_task(claim: Claim, scale_value: str, seed: int, debug: bool, env: dict[str, str]):
+    """One (claim, seed) on a Ray worker: the record and the files the claim saved (name -> bytes)."""
+    import tempfile
+
+    os.environ.update(env)
+    with tempfile.TemporaryDirectory(prefix="icml24-ray-") as tmp:
+        with artifacts_to(tmp):
+            rec = run_claim(claim, Scale(scale_value), seed, debug=debug)
+        files = {p.relative_to(tmp).as_posix(): p.read_bytes() for p in Path(tmp).rglob("*") if p.is_file()}
+    return rec, files
+
+
+def _run_ray(todo, scale: Scale, run: RunDir, *, debug: bool, progress: bool | None, address: str | None):
+    """The Ray engine: every (claim, seed) a task; results appended in the order they finish."""
+    from tqdm.auto import tqdm
+
+    require("ray", extra="ray", what="--engine ray")
+    import ray
+
+    started = False
+    if not ray.is_initialized():
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+        try:
+            ray.init(address=address, **kwargs)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise InputError(
+                f"cannot reach the Ray cluster {address or '(local)'}: {exc}",
+                "check --address HOST:PORT, or leave it out to start a local cluster",
+            ) from None
+        started = True
+    env = {k: v for k, v in os.environ.items() if k.startswith("ICML24_")}
+    task = ray.remote(_ray_task)
+    try:
+        pending = {
+            task.options(num_cpus=claim.cpus).remote(claim, scale.value, seed, debug, env): (claim, seed)
+            for claim, seed in todo
+        }
+        bar = tqdm(
+            total=len(pending),
+            disable=None if progress is None else not progress,
+            file=sys.stderr,
+            unit="run",
+            dynamic_ncols=True,
+        )
+        try:
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1)
+                pending.pop(ready[0])
+                rec, files = ray.get(ready[0])
+                for name, data in files.items():
+                    atomic_write_bytes(run.path / name, data)
+                run.append(rec)
+                _announce(rec)
+                bar.update(1)
+                yield rec
+        finally:
+            bar.close()
+            for ref in pending:
+                ray.cancel(ref, force=True)
+    finally:
+        if started:
+            ray.shutdown()
 
 
 # ------------------------------------------------------------------------------------------------ tables
+def verdict_text(rec: dict[str, Any]) -> str:
+    """How a verdict reads in tables: yes, NO, ERROR, "does not reproduce (known)", or "HOLDS (a finding)"."""
+    if rec.get("status") == "error":
+        return "ERROR"
+    expected = rec.get("expected", True)
+    if rec.get("holds"):
+        return "yes" if expected else "HOLDS (declared a finding)"
+    return "NO" if expected else "does not reproduce (known)"
+
+
+def aggregate(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per claim over its seeds, in the order the claims first appear.
+
+    A claim holds when every seed holds; it matches its declaration when no seed raised and the aggregate
+    verdict is the declared one. Headline and baseline are summarised by their median, min and max.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        Records of :func:`run_claim`.
+
+    Returns
+    -------
+    list of dict
+    """
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        groups.setdefault(r["key"], []).append(r)
+    rows = []
+    for key, recs in groups.items():
+        recs = sorted(recs, key=lambda r: int(r.get("seed", 0)))
+        first = recs[0]
+        error = any(r.get("status") == "error" for r in recs)
+        holds = not error and all(r.get("holds") is True for r in recs)
+        expected = first.get("expected", True)
+        row = {
+            "key": key,
+            "slug": first["slug"],
+            "claim": first["claim"],
+            "statement": first.get("statement", ""),
+            "seeds": [int(r.get("seed", 0)) for r in recs],
+            "verdicts": [verdict_text(r) for r in recs],
+            "holds": holds,
+            "expected": expected,
+            "status": "error" if error else ("holds" if holds else "fails"),
+            "matches": (not error) and holds is expected,
+            "headline": first["headline"],
+            "baseline": first["baseline"],
+            "paper": first.get("paper", ""),
+            "finding": first.get("finding", ""),
+            "substitutions": sorted({s for r in recs for s in r.get("substitutions", [])}),
+            "seconds": sum(float(r.get("seconds", 0.0)) for r in recs),
+        }
+        for role in ("headline", "baseline"):
+            vals = [r.get(f"{role}_value") for r in recs]
+            vals = [float(v) for v in vals if v is not None]
+            row[f"{role}_values"] = vals
+            row[f"{role}_median"] = statistics.median(vals) if vals else None
+            row[f"{role}_min"] = min(vals) if vals else None
+            row[f"{role}_max"] = max(vals) if vals else None
+        rows.append(row)
+    return rows
+
+
 def fmt(value: Any) -> str:
+    """A number as tables show it (4 significant digits), ``-`` for None."""
     if value is None:
         return "-"
     if isinstance(value, float):
@@ -191,35 +512,89 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
+def _figure(row: dict[str, Any], role: str) -> str:
+    name, vals = row[role], row[f"{role}_values"]
+    if len(vals) <= 1:
+        return f"{name}={fmt(vals[0] if vals else None)}"
+    return f"{name}={fmt(row[f'{role}_median'])} [{fmt(row[f'{role}_min'])}, {fmt(row[f'{role}_max'])}]"
+
+
+def _verdict_cell(row: dict[str, Any]) -> str:
+    if row["status"] == "error":
+        agg = "ERROR"
+    elif row["holds"]:
+        agg = "yes" if row["expected"] else "HOLDS (declared a finding)"
+    else:
+        agg = "NO" if row["expected"] else "does not reproduce (known)"
+    if row["substitutions"]:
+        agg += " *"
+    if len(row["seeds"]) > 1:
+        short = {
+            "yes": "yes",
+            "NO": "NO",
+            "ERROR": "ERR",
+            "does not reproduce (known)": "no",
+            "HOLDS (declared a finding)": "YES",
+        }
+        agg += " (" + " ".join(f"{s}:{short.get(v, v)}" for s, v in zip(row["seeds"], row["verdicts"])) + ")"
+    return agg
+
+
+HEADER = ["method", "claim", "headline", "baseline", "paper", "verdict", "seconds"]
+
+
 def table_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
-    rows = []
-    for r in records:
-        rows.append([
-            r["slug"], r["claim"],
-            f"{r['headline']}={fmt(r.get('headline_value'))}",
-            f"{r['baseline']}={fmt(r.get('baseline_value'))}",
-            {"holds": "yes", "fails": "NO", "error": "ERROR"}.get(r.get("status"), "?"),
-            f"{r.get('seconds', 0):.1f}",
-        ])
-    return rows
+    """The cells of the results table, one row per claim (seeds aggregated)."""
+    return [
+        [
+            row["slug"],
+            row["claim"],
+            _figure(row, "headline"),
+            _figure(row, "baseline"),
+            row["paper"] or "-",
+            _verdict_cell(row),
+            f"{row['seconds']:.1f}",
+        ]
+        for row in aggregate(records)
+    ]
 
 
-HEADER = ["method", "claim", "headline", "baseline", "holds", "seconds"]
+def _footnotes(records: Sequence[dict[str, Any]]) -> list[str]:
+    return [f"* {row['key']}: {note}" for row in aggregate(records) for note in row["substitutions"]]
 
 
 def text_table(records: Sequence[dict[str, Any]]) -> str:
+    """The results as an aligned plain-text table, with substitutions as footnotes."""
     rows = [HEADER] + table_rows(records)
     widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return "\n".join(lines + _footnotes(records))
 
 
 def markdown_table(records: Sequence[dict[str, Any]]) -> str:
+    """The results as a Markdown table, with substitutions as footnotes."""
     rows = table_rows(records)
     out = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     out += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
-    return "\n".join(out)
+    notes = _footnotes(records)
+    return "\n".join(out + ([""] + notes if notes else []))
+
+
+def summary_line(records: Sequence[dict[str, Any]]) -> str:
+    """``"21/23 claims hold, 2 findings do not reproduce (known); every verdict as declared"``."""
+    rows = aggregate(records)
+    n_hold = sum(1 for r in rows if r["holds"] and r["expected"])
+    n_claims = sum(1 for r in rows if r["expected"])
+    n_known = sum(1 for r in rows if not r["expected"] and r["matches"])
+    text = f"{n_hold}/{n_claims} claims hold"
+    if any(not r["expected"] for r in rows):
+        text += (
+            f", {n_known} finding{'s' if n_known != 1 else ''} do{'es' if n_known == 1 else ''} not reproduce (known)"
+        )
+    diff = [r["key"] for r in rows if not r["matches"]]
+    text += "; every verdict as declared" if not diff else f"; differs from its declaration: {', '.join(diff)}"
+    return text
 
 
 def jsonable(obj: Any) -> Any:
@@ -235,30 +610,55 @@ def jsonable(obj: Any) -> Any:
 
 # ------------------------------------------------------------------------------------------------ report
 def write_report(path: str | os.PathLike, *, quiet: bool = False) -> Path:
-    """Write ``report.md`` of a run directory: configuration, environment, the table, statements, every PNG."""
+    """Write ``report.md`` of a run directory: configuration, environment, the table, statements, every PNG.
+
+    Parameters
+    ----------
+    path : path
+        A run directory written by :func:`verify`.
+    quiet : bool, default False
+        Do not log the path written.
+
+    Returns
+    -------
+    pathlib.Path
+        The report's path.
+    """
     run = RunDir.open(path)
     cfg, env = run.config, run.env()
     records = run.results()
+    seeds = cfg.get("seeds", [cfg.get("seed")])
     lines = [f"# icml24 run `{run.path.name}`", ""]
-    lines.append(f"- command: `{' '.join(['icml24', cfg.get('command', '?')] + list(cfg.get('targets', [])))}`"
-                 f", scale `{cfg.get('scale')}`, seed `{cfg.get('seed')}`, started {cfg.get('started', '?')}")
+    lines.append(
+        f"- command: `{' '.join(['icml24', cfg.get('command', '?')] + list(cfg.get('targets', [])))}`"
+        f", scale `{cfg.get('scale')}`, seeds `{','.join(str(s) for s in seeds)}`"
+        f", engine `{cfg.get('engine', 'local')}`, started {cfg.get('started', '?')}"
+    )
     pk = env.get("packages", {})
-    lines.append(f"- icml24 {pk.get('icml24', '?')}, torch {pk.get('torch', '?')}, Python {env.get('python', '?')}"
-                 f", git {env.get('git_commit') or 'unknown'}")
+    lines.append(
+        f"- icml24 {pk.get('icml24', '?')}, torch {pk.get('torch', '?')}, Python {env.get('python', '?')}"
+        f", git {env.get('git_commit') or 'unknown'}"
+    )
     lines.append(f"- machine: {env.get('cpu', '?')}, {env.get('cpu_count', '?')} CPUs")
+    if env.get("resumes"):
+        lines.append(f"- resumed {len(env['resumes'])} time(s), last at {env['resumes'][-1].get('time', '?')}")
     planned = cfg.get("claims", [])
-    n_hold = sum(1 for r in records if r.get("holds") is True)
-    lines.append(f"- {len(records)} of {len(planned)} claims finished, {n_hold} hold")
+    lines.append(f"- {len(aggregate(records))} of {len(planned)} claims finished: {summary_line(records)}")
     lines += ["", "## Results", ""]
     lines.append(markdown_table(records) if records else "_No claim has finished yet._")
     if records:
         lines += ["", "## Claims", ""]
-        for r in records:
-            lines.append(f"- **{r['key']}**: {r.get('statement', '')}")
-            metrics = ", ".join(f"{k}={fmt(v)}" for k, v in sorted(r.get("metrics", {}).items()))
-            lines.append(f"  - measured: {metrics or 'nothing'}")
-            if r.get("error"):
-                lines.append(f"  - error: {r['error']}")
+        for row in aggregate(records):
+            lines.append(f"- **{row['key']}**: {row['statement']}")
+            if row["paper"]:
+                lines.append(f"  - the paper: {row['paper']}")
+            if not row["expected"]:
+                lines.append(f"  - declared a finding: {row['finding']}")
+            for r in (r for r in records if r["key"] == row["key"]):
+                metrics = ", ".join(f"{k}={fmt(v)}" for k, v in sorted(r.get("metrics", {}).items()))
+                lines.append(f"  - seed {r.get('seed', 0)}, measured: {metrics or 'nothing'}")
+                if r.get("error"):
+                    lines.append(f"  - seed {r.get('seed', 0)}, error: {r['error']}")
     pngs = run.pngs()
     if pngs:
         lines += ["", "## Plots", ""]
@@ -274,7 +674,16 @@ def write_report(path: str | os.PathLike, *, quiet: bool = False) -> Path:
 
 # --------------------------------------------------------------------------------------------------- list
 def latest_results(runs_root: str | os.PathLike) -> dict[str, dict[str, Any]]:
-    """The most recent record of each claim key over all run directories under ``runs_root``."""
+    """The most recent record of each claim key over all run directories under ``runs_root``.
+
+    Parameters
+    ----------
+    runs_root : path
+
+    Returns
+    -------
+    dict of str to dict
+    """
     latest: dict[str, dict[str, Any]] = {}
     root = Path(runs_root)
     if not root.is_dir():
@@ -289,24 +698,58 @@ def latest_results(runs_root: str | os.PathLike) -> dict[str, dict[str, Any]]:
 
 
 def method_rows(runs_root: str | os.PathLike = "runs") -> list[dict[str, Any]]:
+    """One row per method for ``icml24 list``, read without importing any method (so without torch).
+
+    Parameters
+    ----------
+    runs_root : path, default "runs"
+        Where earlier run directories are, for the last verdicts.
+
+    Returns
+    -------
+    list of dict
+        ``slug, status, claims, findings, held, ran, arxiv, code, title, authors``.
+    """
     latest = latest_results(runs_root)
     rows = []
     for slug in registry.all_slugs():
-        m: Method | None = registry.get(slug)
+        m: Method | None = registry.describe(slug)
         p = registry.PAPERS.get(slug)
         title = m.title if m else p.title if p else slug
         arxiv = m.arxiv if m else p.arxiv if p else None
         code = m.code if m else p.code if p else None
-        n = len(m.claims) if m else 0
-        ran = [latest[c.key] for c in (m.claims if m else ()) if c.key in latest]
-        rows.append({
-            "slug": slug, "status": "implemented" if m else "planned", "claims": n,
-            "held": (sum(1 for r in ran if r.get("holds") is True) if ran else None), "ran": len(ran),
-            "arxiv": arxiv, "code": code, "title": title,
-            "authors": list(m.authors if m and m.authors else (p.authors if p else ())),
-        })
+        claims = m.claims if m else ()
+        ran = [latest[c.key] for c in claims if c.key in latest]
+        rows.append(
+            {
+                "slug": slug,
+                "status": "implemented" if m else "planned",
+                "claims": len(claims),
+                "findings": sum(1 for c in claims if not c.expected),
+                "held": (sum(1 for r in ran if r.get("holds") is True) if ran else None),
+                "ran": len(ran),
+                "arxiv": arxiv,
+                "code": code,
+                "title": title,
+                "authors": list(m.authors if m and m.authors else (p.authors if p else ())),
+            }
+        )
     return rows
 
 
-__all__ = ["select_claims", "verify", "run_claim", "Outcome", "text_table", "markdown_table", "write_report",
-           "method_rows", "latest_results", "jsonable"]
+__all__ = [
+    "select_claims",
+    "verify",
+    "run_claim",
+    "Outcome",
+    "aggregate",
+    "parse_seeds",
+    "verdict_text",
+    "text_table",
+    "markdown_table",
+    "summary_line",
+    "write_report",
+    "method_rows",
+    "latest_results",
+    "jsonable",
+]

@@ -1,17 +1,36 @@
 """The language-model ground: tokenizers, corpora, the enumerable language, models, trainer, exact alignment."""
 
 import copy
-import itertools
 
 import pytest
 import torch
 
 from icml24.data import data_root
-from icml24.data.text import (EnumerableLanguage, LexiconReward, SymbolReward, austen, bpe_tokenizer,
-                              char_tokenizer, count_reward, split_text, tiny_shakespeare)
+from icml24.data.text import (
+    EnumerableLanguage,
+    LexiconReward,
+    SymbolReward,
+    austen,
+    bpe_tokenizer,
+    char_tokenizer,
+    count_reward,
+    split_text,
+    tiny_shakespeare,
+)
 from icml24.errors import DataUnavailable, InputError
-from icml24.nn.lm import (TrainConfig, align_exact, corpus_batches, kl_divergence, language_batches,
-                          optimal_policy, response_logprobs, sequence_logprobs, tiny_gpt2, tiny_llama, train_lm)
+from icml24.nn.lm import (
+    TrainConfig,
+    align_exact,
+    corpus_batches,
+    kl_divergence,
+    language_batches,
+    optimal_policy,
+    response_logprobs,
+    sequence_logprobs,
+    tiny_gpt2,
+    tiny_llama,
+    train_lm,
+)
 
 HAS_SHAKESPEARE = (data_root() / "tinyshakespeare" / "input.txt").is_file()
 
@@ -81,8 +100,13 @@ def test_tree_logprobs_equal_direct_scoring_and_sum_to_one(build):
     assert torch.allclose(tree.double().exp().sum(1), torch.ones(3, dtype=torch.float64), atol=1e-5)
     seqs = torch.cat([lang.sequences(p) for p in lang.prompts()])
     with torch.no_grad():
-        direct = sequence_logprobs(model, seqs, start=lang.response_start,
-                                   end=lang.response_start + lang.response_len, allowed_ids=lang.symbol_ids)
+        direct = sequence_logprobs(
+            model,
+            seqs,
+            start=lang.response_start,
+            end=lang.response_start + lang.response_len,
+            allowed_ids=lang.symbol_ids,
+        )
     torch.testing.assert_close(direct.view(3, -1), tree, rtol=0, atol=1e-5)
 
 
@@ -91,14 +115,20 @@ def test_exact_kl_matches_brute_force():
     p, q = tiny_gpt2(lang.vocab_size, seed=1), tiny_gpt2(lang.vocab_size, seed=2)
     lp, lq = response_logprobs(p, lang).double(), response_logprobs(q, lang).double()
     brute = 0.0
-    for pi, prompt in enumerate(lang.prompts()):
-        for ri, resp in enumerate(lang.responses()):
+    for _pi, prompt in enumerate(lang.prompts()):
+        for _ri, resp in enumerate(lang.responses()):
             ids = torch.tensor([lang.encode(prompt, resp)])
             with torch.no_grad():
-                a = float(sequence_logprobs(p, ids, start=lang.response_start, end=ids.size(1) - 1,
-                                            allowed_ids=lang.symbol_ids))
-                b = float(sequence_logprobs(q, ids, start=lang.response_start, end=ids.size(1) - 1,
-                                            allowed_ids=lang.symbol_ids))
+                a = float(
+                    sequence_logprobs(
+                        p, ids, start=lang.response_start, end=ids.size(1) - 1, allowed_ids=lang.symbol_ids
+                    )
+                )
+                b = float(
+                    sequence_logprobs(
+                        q, ids, start=lang.response_start, end=ids.size(1) - 1, allowed_ids=lang.symbol_ids
+                    )
+                )
             brute += torch.tensor(a).exp().item() * (a - b)
     assert abs(float(kl_divergence(lp, lq).sum()) - brute) < 1e-4
     assert float(kl_divergence(lp, lp).abs().max()) < 1e-12

@@ -2,11 +2,39 @@
 
 The data root is ``$ICML24_DATA``, else ``~/.cache/icml24``; it may be read-only. Missing files raise
 :class:`~icml24.errors.DataUnavailable` naming them and the folder; nothing is ever downloaded.
+
+Names are imported on first use, so that ``import icml24.data`` needs neither PyG nor transformers; the graph
+loaders need the ``graphs`` extra and say so in one line when it is missing.
 """
 
-from ._root import cache_dir, data_root
-from .graphs import csbm
-from .planetoid import planetoid
-from .tabular import Split, digits, fashion_mnist, gaussian_mixture
+from __future__ import annotations
 
-__all__ = ["data_root", "cache_dir", "planetoid", "digits", "fashion_mnist", "csbm", "gaussian_mixture", "Split"]
+import importlib
+
+from ._root import cache_dir, data_root
+
+_LAZY = {
+    "csbm": "graphs",
+    "planetoid": "planetoid",
+    "Split": "tabular",
+    "digits": "tabular",
+    "fashion_mnist": "tabular",
+    "gaussian_mixture": "tabular",
+    "synthetic_groups": "groups",
+    "MLPZoo": "zoo",
+    "mlp_zoo": "zoo",
+}
+
+__all__ = ["data_root", "cache_dir", *_LAZY]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -6,11 +6,16 @@ import math
 
 import numpy as np
 import torch
+
+from ..extras import require
+
+require("torch_geometric", extra="graphs", what="icml24.data.csbm")
+
 from torch_geometric.data import Data
 from torch_geometric.utils import to_undirected
 
 from ..errors import InputError
-from ._root import check_seed
+from ..validation import check_seed
 
 
 def _count(value: int | float, n: int, name: str) -> int:
@@ -19,10 +24,22 @@ def _count(value: int | float, n: int, name: str) -> int:
     return int(round(value * n)) if isinstance(value, float) and value < 1 else int(value)
 
 
-def csbm(n_nodes: int = 1000, *, n_classes: int = 3, avg_degree: float = 6.0, homophily: float = 0.8,
-         snr: float = 1.0, n_features: int = 32, num_train_per_class: int = 20, num_val: int | float = 0.2,
-         num_test: int | float = 0.4, features: str = "gaussian", words_per_node: int = 20, seed: int = 0) -> Data:
-    """A contextual stochastic block model node-classification graph (Deshpande et al., NeurIPS 2018).
+def csbm(
+    n_nodes: int = 1000,
+    *,
+    n_classes: int = 3,
+    avg_degree: float = 6.0,
+    homophily: float = 0.8,
+    snr: float = 1.0,
+    n_features: int = 32,
+    num_train_per_class: int = 20,
+    num_val: int | float = 0.2,
+    num_test: int | float = 0.4,
+    features: str = "gaussian",
+    words_per_node: int = 20,
+    seed: int = 0,
+) -> Data:
+    """Generate a contextual stochastic block model (CSBM) node-classification graph.
 
     Classes are balanced. Undirected edges: ``round(n_nodes * avg_degree / 2)`` distinct pairs, of which a
     fraction ``homophily`` join two nodes of the same class (the *edge homophily ratio*) and the rest join
@@ -36,16 +53,58 @@ def csbm(n_nodes: int = 1000, *, n_classes: int = 3, avg_degree: float = 6.0, ho
     each from its class's block with probability ``snr / (1 + snr)`` and uniformly from the vocabulary
     otherwise (so ``snr = 0`` again carries no label information).
 
-    Split: ``num_train_per_class`` training nodes per class, then ``num_val`` and ``num_test`` nodes (ints are
-    counts, floats in [0, 1) fractions of ``n_nodes``), drawn with ``seed``.
+    Parameters
+    ----------
+    n_nodes : int, default 1000
+        Number of nodes (>= 2).
+    n_classes : int, default 3
+        Number of classes (>= 2, at most ``n_nodes``).
+    avg_degree : float, default 6.0
+        Average node degree, in ``[0, n_nodes - 1]``.
+    homophily : float, default 0.8
+        Edge homophily ratio: the fraction of edges joining two nodes of the same class, in ``[0, 1]``.
+    snr : float, default 1.0
+        Signal-to-noise ratio of the features (finite, >= 0); 0 makes features independent of labels.
+    n_features : int, default 32
+        Feature dimension (Gaussian) or vocabulary size (bag of words; then at least ``n_classes``).
+    num_train_per_class : int, default 20
+        Training nodes per class.
+    num_val, num_test : int or float, default 0.2 and 0.4
+        Validation and test nodes, drawn with ``seed`` from the nodes left after the training nodes: ints
+        are counts, floats in [0, 1) fractions of ``n_nodes``. The three splits together may not exceed
+        ``n_nodes``.
+    features : {"gaussian", "bow"}, default "gaussian"
+        Gaussian features or binary bags of words.
+    words_per_node : int, default 20
+        Words drawn per node with ``features="bow"`` (>= 1).
+    seed : int, default 0
+        Seed of the graph, the features and the split.
 
-    Returns a ``Data`` with ``x``, ``y``, ``edge_index`` (both directions, no self-loops, no duplicates),
-    ``train_mask``, ``val_mask``, ``test_mask``, ``num_classes``, and ``class_means`` (the ground truth:
-    class means for Gaussian features, the 0/1 topic blocks for bag-of-words).
+    Returns
+    -------
+    torch_geometric.data.Data
+        With ``x`` (float32), ``y`` (int64), ``edge_index`` (both directions, no self-loops, no duplicates),
+        ``train_mask``, ``val_mask``, ``test_mask``, ``num_classes``, and ``class_means`` (the ground truth:
+        class means for Gaussian features, the 0/1 topic blocks for bag-of-words).
+
+    Raises
+    ------
+    InputError
+        If an argument is out of range, the split sizes exceed ``n_nodes``, or ``avg_degree`` with
+        ``homophily`` asks for more intra- or inter-class edges than exist.
+
+    References
+    ----------
+    .. [1] Y. Deshpande, A. Montanari, E. Mossel and S. Sen, "Contextual stochastic block models",
+       NeurIPS 2018.
     """
     check_seed(seed)
-    for name, v, lo in (("n_nodes", n_nodes, 2), ("n_classes", n_classes, 2), ("n_features", n_features, 1),
-                        ("num_train_per_class", num_train_per_class, 0)):
+    for name, v, lo in (
+        ("n_nodes", n_nodes, 2),
+        ("n_classes", n_classes, 2),
+        ("n_features", n_features, 1),
+        ("num_train_per_class", num_train_per_class, 0),
+    ):
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
             raise InputError(f"{name} must be an integer >= {lo}, got {v!r}")
     if n_classes > n_nodes:
@@ -58,13 +117,20 @@ def csbm(n_nodes: int = 1000, *, n_classes: int = 3, avg_degree: float = 6.0, ho
         raise InputError(f"snr must be finite and >= 0, got {snr!r}")
     if features not in ("gaussian", "bow"):
         raise InputError(f"features must be 'gaussian' or 'bow', got {features!r}")
-    if features == "bow" and (isinstance(words_per_node, bool) or not isinstance(words_per_node, int)
-                              or words_per_node < 1 or n_features < n_classes):
+    if features == "bow" and (
+        isinstance(words_per_node, bool)
+        or not isinstance(words_per_node, int)
+        or words_per_node < 1
+        or n_features < n_classes
+    ):
         raise InputError("bag-of-words features need words_per_node >= 1 and n_features >= n_classes")
     n_val, n_test = _count(num_val, n_nodes, "num_val"), _count(num_test, n_nodes, "num_test")
     if num_train_per_class * n_classes + n_val + n_test > n_nodes:
-        raise InputError(f"split sizes ({num_train_per_class}x{n_classes} train + {n_val} val + {n_test} test) "
-                         f"exceed n_nodes={n_nodes}", "lower them or raise n_nodes")
+        raise InputError(
+            f"split sizes ({num_train_per_class}x{n_classes} train + {n_val} val + {n_test} test) "
+            f"exceed n_nodes={n_nodes}",
+            "lower them or raise n_nodes",
+        )
 
     rng = np.random.default_rng(seed)
     y = rng.permutation(np.arange(n_nodes) % n_classes)
@@ -77,8 +143,11 @@ def csbm(n_nodes: int = 1000, *, n_classes: int = 3, avg_degree: float = 6.0, ho
     max_in = int((sizes * (sizes - 1) // 2).sum())
     max_out = n_nodes * (n_nodes - 1) // 2 - max_in
     if n_in > max_in or n_out > max_out:
-        raise InputError(f"avg_degree={avg_degree} with homophily={homophily} needs {n_in} intra- and {n_out} "
-                         f"inter-class edges; at most {max_in} and {max_out} exist", "lower avg_degree")
+        raise InputError(
+            f"avg_degree={avg_degree} with homophily={homophily} needs {n_in} intra- and {n_out} "
+            f"inter-class edges; at most {max_in} and {max_out} exist",
+            "lower avg_degree",
+        )
     intra = _sample_pairs(rng, y, members, n_in, same=True)
     inter = _sample_pairs(rng, y, members, n_out, same=False)
     pairs = np.concatenate([intra, inter]) if n_edges else np.zeros((0, 2), dtype=np.int64)
@@ -100,7 +169,7 @@ def csbm(n_nodes: int = 1000, *, n_classes: int = 3, avg_degree: float = 6.0, ho
         np.put_along_axis(x, words, 1.0, axis=1)
         means = np.zeros((n_classes, n_features))
         for c in range(n_classes):  # expected word-presence rates would need inclusion-exclusion; keep topics
-            means[c, c * block:(c + 1) * block] = 1.0
+            means[c, c * block : (c + 1) * block] = 1.0
 
     train = np.zeros(n_nodes, dtype=bool)
     for m in members:
@@ -109,18 +178,24 @@ def csbm(n_nodes: int = 1000, *, n_classes: int = 3, avg_degree: float = 6.0, ho
     val = np.zeros(n_nodes, dtype=bool)
     test = np.zeros(n_nodes, dtype=bool)
     val[rest[:n_val]] = True
-    test[rest[n_val:n_val + n_test]] = True
+    test[rest[n_val : n_val + n_test]] = True
 
-    data = Data(x=torch.from_numpy(x.astype(np.float32)), y=torch.from_numpy(y.astype(np.int64)),
-                edge_index=edge_index, train_mask=torch.from_numpy(train), val_mask=torch.from_numpy(val),
-                test_mask=torch.from_numpy(test))
+    data = Data(
+        x=torch.from_numpy(x.astype(np.float32)),
+        y=torch.from_numpy(y.astype(np.int64)),
+        edge_index=edge_index,
+        train_mask=torch.from_numpy(train),
+        val_mask=torch.from_numpy(val),
+        test_mask=torch.from_numpy(test),
+    )
     data.num_classes = n_classes
     data.class_means = torch.from_numpy(means.astype(np.float32))
     return data
 
 
-def _sample_pairs(rng: np.random.Generator, y: np.ndarray, members: list[np.ndarray], count: int,
-                  same: bool) -> np.ndarray:
+def _sample_pairs(
+    rng: np.random.Generator, y: np.ndarray, members: list[np.ndarray], count: int, same: bool
+) -> np.ndarray:
     """``count`` distinct unordered pairs (u < v), uniformly among intra- (``same``) or inter-class pairs."""
     n = len(y)
     sizes = np.array([len(m) for m in members])

@@ -13,7 +13,7 @@ Public API
 ``permute(net, perms)``  a network with its hidden neurons permuted (same function)
 ``merge(a, b, alpha, perms)``  ``alpha * a + (1 - alpha) * permute(b, perms)``
 ``interpolation(a, b, x, y)``  the loss along the linear path, its barrier and AUC
-``train_zoo`` / ``Zoo``  the model-zoo recipe (small MLPs on digits from different seeds)
+``train_zoo`` / ``Zoo``  a model zoo (small MLPs on digits from different seeds, ``icml24.data.zoo``) as weights
 ``weight_matching``, ``activation_matching``, ``sinkhorn_rebasin``  the baselines (``baselines.py``)
 """
 
@@ -25,32 +25,63 @@ import torch
 from torch import nn
 
 from ..errors import InputError
+from ..validation import check_int, check_tensor
 from .align import DeepAlign, as_batch, merge, permute
 from .baselines import MatchResult, activation_matching, sinkhorn_rebasin, weight_matching, wm_objective
 from .encoder import DeepAlignNet, EncoderConfig
 from .training import History, TrainConfig
-from .weights import WeightBatch, barrier_and_auc, from_sequential, interpolation_losses, to_sequential
-from .zoo import Zoo, train_zoo
+from .weights import (
+    WeightBatch,
+    Zoo,
+    barrier_and_auc,
+    check_perms,
+    from_sequential,
+    interpolation_losses,
+    permute_hard,
+    to_sequential,
+    train_zoo,
+)
 
 
-def interpolation(a: nn.Sequential, b: nn.Sequential, x: torch.Tensor, y: torch.Tensor, *,
-                  perms: Sequence[torch.Tensor] | None = None, n_alphas: int = 16) -> dict:
-    """Cross-entropy on ``(x, y)`` along ``alpha * a + (1 - alpha) * permute(b, perms)`` at ``n_alphas`` points
-    (official 16), with the barrier (max excess over the linear interpolation of the end points) and the area
-    under the excess curve. Returns ``{"alphas", "losses", "barrier", "auc"}``."""
-    from .weights import check_perms, permute_hard
+def interpolation(
+    a: nn.Sequential,
+    b: nn.Sequential,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    perms: Sequence[torch.Tensor] | None = None,
+    n_alphas: int = 16,
+) -> dict:
+    """The loss along the linear path between two networks, its barrier and the area under it.
 
-    if isinstance(n_alphas, bool) or not isinstance(n_alphas, int) or n_alphas < 2:
-        raise InputError(f"n_alphas must be an integer >= 2, got {n_alphas!r}")
+    Parameters
+    ----------
+    a, b : nn.Sequential
+        Two MLPs of one architecture.
+    x : torch.Tensor
+        Inputs ``(N, d_0)``.
+    y : torch.Tensor
+        Class indices ``(N,)``.
+    perms : list of torch.Tensor, optional
+        Alignment of ``b`` to ``a`` applied first (e.g. :meth:`DeepAlign.align`).
+    n_alphas : int, default 16
+        Points of ``[0, 1]`` evaluated (official 16, ``calc_lmc_loss``).
+
+    Returns
+    -------
+    dict
+        ``"alphas"`` ``(n_alphas,)``; ``"losses"``: cross-entropy of ``alpha * a + (1 - alpha) * permute(b,
+        perms)`` at each alpha; ``"barrier"``: the largest excess of that loss over the linear interpolation of
+        the end points' losses (Frankle et al. 2020, the paper's barrier); ``"auc"``: the area under the excess.
+    """
+    n_alphas = check_int(n_alphas, "n_alphas", min_val=2)
     wa, wb = as_batch(a, "a"), as_batch(b, "b", None)
     if wa.widths != wb.widths:
         raise InputError(f"a has widths {wa.widths} but b has {wb.widths}", "interpolate networks of one architecture")
     if wa.size != 1 or wb.size != 1:
         raise InputError("a and b must be one network each")
-    if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != wa.widths[0]:
-        raise InputError(f"x must be a (N, {wa.widths[0]}) tensor")
-    if not isinstance(y, torch.Tensor) or y.shape != (len(x),):
-        raise InputError(f"y must be a ({len(x)},) tensor of class indices")
+    x = check_tensor(x, "x", shape=(None, wa.widths[0]))
+    y = check_tensor(y, "y", shape=(len(x),), dtype="integer")
     if perms is not None:
         wb = permute_hard(wb, check_perms(perms, wb.hidden, 1))
     alphas, losses = interpolation_losses(wa, wb, x.float(), y.long(), n_alphas)
@@ -58,6 +89,24 @@ def interpolation(a: nn.Sequential, b: nn.Sequential, x: torch.Tensor, y: torch.
     return {"alphas": alphas, "losses": losses[0], "barrier": float(bar[0]), "auc": float(auc[0])}
 
 
-__all__ = ["DeepAlign", "permute", "merge", "interpolation", "train_zoo", "Zoo", "weight_matching",
-           "activation_matching", "sinkhorn_rebasin", "wm_objective", "MatchResult", "EncoderConfig", "TrainConfig",
-           "History", "DeepAlignNet", "WeightBatch", "from_sequential", "to_sequential", "as_batch"]
+__all__ = [
+    "DeepAlign",
+    "permute",
+    "merge",
+    "interpolation",
+    "train_zoo",
+    "Zoo",
+    "weight_matching",
+    "activation_matching",
+    "sinkhorn_rebasin",
+    "wm_objective",
+    "MatchResult",
+    "EncoderConfig",
+    "TrainConfig",
+    "History",
+    "DeepAlignNet",
+    "WeightBatch",
+    "from_sequential",
+    "to_sequential",
+    "as_batch",
+]

@@ -19,39 +19,64 @@ from torch import nn
 
 from ..errors import InputError
 from ..runs import atomic_write_bytes
+from ..validation import check_seed, check_tensor
 from .encoder import DeepAlignNet, EncoderConfig
 from .sinkhorn import hungarian
 from .training import History, TrainConfig, fit
-from .weights import WeightBatch, check_mlp, from_sequential, mlp_merge, mlp_permute
+from .weights import WeightBatch, Zoo, check_mlp, from_sequential, mlp_merge, mlp_permute
 
 NetLike = nn.Sequential | WeightBatch | Iterable[nn.Sequential]
 
 
 def as_batch(nets: NetLike, name: str, widths: Sequence[int] | None = None) -> WeightBatch:
-    """Networks given as an ``nn.Sequential``, a list of them, a :class:`WeightBatch` or a ``Zoo`` as a
-    :class:`WeightBatch`, checked against ``widths`` when given (:class:`InputError` naming ``name``)."""
-    if hasattr(nets, "nets") and isinstance(getattr(nets, "nets"), WeightBatch):  # a Zoo
+    """Networks given as an ``nn.Sequential``, a list of them, a :class:`WeightBatch` or a ``Zoo``, as a
+    :class:`WeightBatch` (float32).
+
+    Parameters
+    ----------
+    nets : nn.Sequential, list of nn.Sequential, WeightBatch or Zoo
+    name : str
+        The argument's name in error messages.
+    widths : sequence of int, optional
+        The architecture the networks must have.
+
+    Returns
+    -------
+    WeightBatch
+
+    Raises
+    ------
+    InputError
+        Naming ``name``, when the networks are not MLPs of Linear and ReLU layers or have other widths.
+    """
+    if isinstance(nets, Zoo):
         nets = nets.nets
     if isinstance(nets, WeightBatch):
         wb = nets
         for k, (w, b) in enumerate(zip(wb.weights, wb.biases)):
             if w.dim() != 3 or b.dim() != 2 or w.shape[0] != b.shape[0] or w.shape[2] != b.shape[1]:
-                raise InputError(f"{name}: layer {k} has weight {tuple(w.shape)} and bias {tuple(b.shape)}",
-                                 "expected (B, d_in, d_out) and (B, d_out)")
+                raise InputError(
+                    f"{name}: layer {k} has weight {tuple(w.shape)} and bias {tuple(b.shape)}",
+                    "expected (B, d_in, d_out) and (B, d_out)",
+                )
             if k and w.shape[1] != wb.weights[k - 1].shape[2]:
-                raise InputError(f"{name}: layer {k} takes {w.shape[1]} inputs, layer {k - 1} gives "
-                                 f"{wb.weights[k - 1].shape[2]}")
+                raise InputError(
+                    f"{name}: layer {k} takes {w.shape[1]} inputs, layer {k - 1} gives {wb.weights[k - 1].shape[2]}"
+                )
         if len(wb.weights) < 2:
             raise InputError(f"{name} needs at least one hidden layer")
         wb = wb.to(torch.float32)
     elif isinstance(nets, (nn.Module, list, tuple)):
         wb = from_sequential(nets, name)
     else:
-        raise InputError(f"{name} must be an nn.Sequential, a list of them, a WeightBatch or a Zoo, "
-                         f"got {type(nets).__name__}")
+        raise InputError(
+            f"{name} must be an nn.Sequential, a list of them, a WeightBatch or a Zoo, got {type(nets).__name__}"
+        )
     if widths is not None and wb.widths != tuple(widths):
-        raise InputError(f"{name} has widths {wb.widths}, but this aligner was built for {tuple(widths)}",
-                         "Deep-Align needs one model per architecture")
+        raise InputError(
+            f"{name} has widths {wb.widths}, but this aligner was built for {tuple(widths)}",
+            "Deep-Align needs one model per architecture",
+        )
     return wb
 
 
@@ -75,8 +100,7 @@ class DeepAlign:
     def __init__(self, widths: Sequence[int] | nn.Sequential, *, seed: int = 0, **encoder) -> None:
         if isinstance(widths, nn.Module):
             widths = check_mlp(widths, "widths")
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise InputError(f"seed must be a non-negative integer, got {seed!r}")
+        seed = check_seed(seed)
         names = {f.name for f in fields(EncoderConfig)}
         unknown = sorted(set(encoder) - names)
         if unknown:
@@ -92,19 +116,53 @@ class DeepAlign:
 
     @property
     def widths(self) -> tuple[int, ...]:
+        """The architecture ``(d_0, ..., d_M)`` this aligner aligns."""
         return self.net.widths
 
     @property
     def config(self) -> EncoderConfig:
+        """The encoder's hyper-parameters."""
         return self.net.cfg
 
     # ------------------------------------------------------------------------------------------- training
-    def fit(self, nets: NetLike, x: torch.Tensor, y: torch.Tensor, *, val: NetLike | None = None,
-            x_val: torch.Tensor | None = None, y_val: torch.Tensor | None = None, seed: int = 0,
-            config: TrainConfig | None = None, **train) -> History:
-        """Train on the networks ``nets`` (their data ``(x, y)`` feeds the interpolation loss), selecting the state
-        with the lowest validation reconstruction loss on ``val``. ``config`` or keyword arguments set
-        :class:`~icml24.deep_align.training.TrainConfig` (official defaults: lr 5e-4, batch 32, AdamW amsgrad)."""
+    def fit(
+        self,
+        nets: NetLike,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        *,
+        val: NetLike | None = None,
+        x_val: torch.Tensor | None = None,
+        y_val: torch.Tensor | None = None,
+        seed: int = 0,
+        config: TrainConfig | None = None,
+        **train,
+    ) -> History:
+        """Train the encoder without labels on a zoo of networks (paper Sec. 5.2).
+
+        Parameters
+        ----------
+        nets : nn.Sequential list, WeightBatch or Zoo
+            The training networks, of this aligner's architecture.
+        x, y : torch.Tensor
+            Inputs ``(N, d_0)`` and int64 labels ``(N,)`` of the networks' task; they feed the interpolation
+            (LMC) part of the reconstruction loss.
+        val : nn.Sequential list, WeightBatch or Zoo, optional
+            Validation networks: every ``eval_every`` steps their reconstruction loss is measured and the best
+            state is kept (the official model selection).
+        x_val, y_val : torch.Tensor, optional
+            Validation data (default ``x, y``).
+        seed : int, default 0
+            Seed of the pairs, augmentations and image batches.
+        config : TrainConfig, optional
+            All training options at once; or give them as keyword arguments (``steps``, ``lr``, ...).
+            Official defaults: lr 5e-4, batch 32, AdamW with amsgrad.
+
+        Returns
+        -------
+        History
+            The losses of every step and the validation evaluations.
+        """
         if config is not None and train:
             raise InputError("give either config or keyword training options, not both")
         names = {f.name for f in fields(TrainConfig)}
@@ -123,39 +181,110 @@ class DeepAlign:
     # ---------------------------------------------------------------------------------------- inference
     @torch.no_grad()
     def scores_batch(self, a: NetLike, b: NetLike) -> list[torch.Tensor]:
-        """Score matrices ``S_l(a_i, b_i)`` ``(B, d_l, d_l)`` for every hidden layer (one encoder pass)."""
+        """Score matrices ``S_l(a_i, b_i)`` for every pair and hidden layer, in one encoder pass.
+
+        Parameters
+        ----------
+        a, b : list of nn.Sequential, WeightBatch or Zoo
+            ``B`` networks each, aligned in pairs ``(a_i, b_i)``.
+
+        Returns
+        -------
+        list of torch.Tensor
+            Per hidden layer ``l`` a ``(B, d_l, d_l)`` tensor: entry ``[i, r, c]`` scores neuron ``r`` of ``a_i``
+            against neuron ``c`` of ``b_i`` (paper Eq. 6, ``S = F(a) F(b)^T``).
+        """
         wa, wb = as_batch(a, "a", self.widths), as_batch(b, "b", self.widths)
         if wa.size != wb.size:
             raise InputError(f"a holds {wa.size} networks but b holds {wb.size}", "align them in pairs")
         self.net.eval()
         emb = self.net.embed(WeightBatch.cat([wa, wb]))
-        return self.net.scores_from([e[: wa.size] for e in emb], [e[wa.size:] for e in emb])
+        return self.net.scores_from([e[: wa.size] for e in emb], [e[wa.size :] for e in emb])
 
     def scores(self, a: NetLike, b: NetLike) -> list[torch.Tensor]:
-        """``S_l(a, b)`` ``(d_l, d_l)`` for one pair: ``S[i, j]`` scores neuron ``i`` of ``a`` against ``j`` of ``b``."""
+        """The score matrices of one pair.
+
+        Parameters
+        ----------
+        a, b : nn.Sequential or WeightBatch of one network
+
+        Returns
+        -------
+        list of torch.Tensor
+            Per hidden layer a ``(d_l, d_l)`` matrix: ``S[i, j]`` scores neuron ``i`` of ``a`` against ``j`` of ``b``.
+        """
         return [s[0] for s in self.scores_batch(_one(a, "a"), _one(b, "b"))]
 
     def align_batch(self, a: NetLike, b: NetLike) -> list[torch.Tensor]:
-        """Hard alignments of ``b_i`` to ``a_i``: per hidden layer an index tensor ``(B, d_l)``."""
+        """Hard alignments of ``b_i`` to ``a_i`` (Hungarian algorithm on each score matrix).
+
+        Parameters
+        ----------
+        a, b : list of nn.Sequential, WeightBatch or Zoo
+            ``B`` networks each.
+
+        Returns
+        -------
+        list of torch.Tensor
+            Per hidden layer an index tensor ``(B, d_l)``.
+        """
         return [hungarian(s) for s in self.scores_batch(a, b)]
 
     def align(self, a: NetLike, b: NetLike) -> list[torch.Tensor]:
-        """Permutations aligning network ``b`` to ``a``: per hidden layer ``l`` an index tensor ``p`` ``(d_l,)``;
-        ``permute(b, perms)`` has its neuron ``i`` matched to neuron ``i`` of ``a``."""
+        """Permutations aligning network ``b`` to ``a`` in one forward pass.
+
+        Parameters
+        ----------
+        a, b : nn.Sequential or WeightBatch of one network
+
+        Returns
+        -------
+        list of torch.Tensor
+            Per hidden layer ``l`` an index tensor ``p`` ``(d_l,)``: ``permute(b, perms)`` has its neuron ``i``
+            matched to neuron ``i`` of ``a``.
+        """
         return [p[0] for p in self.align_batch(_one(a, "a"), _one(b, "b"))]
 
     # ------------------------------------------------------------------------------------------ storage
     def save(self, path: str | os.PathLike) -> None:
-        """Write the configuration and weights (a plain state dict, read back with ``weights_only=True``)."""
+        """Write the configuration and weights (a plain state dict, read back with ``weights_only=True``).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to write (atomically).
+        """
         import io
 
         buf = io.BytesIO()
-        torch.save({"widths": list(self.widths), "encoder": asdict(self.config), "seed": self.seed,
-                    "state_dict": self.net.state_dict()}, buf)
+        torch.save(
+            {
+                "widths": list(self.widths),
+                "encoder": asdict(self.config),
+                "seed": self.seed,
+                "state_dict": self.net.state_dict(),
+            },
+            buf,
+        )
         atomic_write_bytes(path, buf.getvalue())
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "DeepAlign":
+        """Read an aligner written by :meth:`save` (``torch.load`` with ``weights_only=True``).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+
+        Returns
+        -------
+        DeepAlign
+
+        Raises
+        ------
+        InputError
+            When the file is not such a checkpoint.
+        """
         try:
             blob = torch.load(path, map_location="cpu", weights_only=True)
             obj = cls(blob["widths"], seed=int(blob["seed"]), **blob["encoder"])
@@ -175,27 +304,51 @@ def _one(x: NetLike, name: str) -> NetLike:
 
 
 def _check_data(x, y, widths, xn: str, yn: str) -> tuple[torch.Tensor, torch.Tensor]:
-    if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != widths[0]:
-        raise InputError(f"{xn} must be a (N, {widths[0]}) float tensor of inputs")
-    if not isinstance(y, torch.Tensor) or y.shape != (x.shape[0],) or y.dtype != torch.int64:
-        raise InputError(f"{yn} must be a ({x.shape[0]},) int64 tensor of labels")
-    if len(y) and (int(y.min()) < 0 or int(y.max()) >= widths[-1]):
+    x = check_tensor(x, xn, shape=(None, widths[0]))
+    y = check_tensor(y, yn, dtype="integer", shape=(x.shape[0],))
+    if y.dtype != torch.int64:
+        raise InputError(f"{yn} must be a ({x.shape[0]},) int64 tensor of labels, got dtype {y.dtype}")
+    if int(y.min()) < 0 or int(y.max()) >= widths[-1]:
         raise InputError(f"{yn} must hold class indices in 0..{widths[-1] - 1}")
-    if not torch.isfinite(x).all():
-        raise InputError(f"{xn} has non-finite values")
     return x.float(), y
 
 
 def permute(net: nn.Sequential, perms: Sequence[torch.Tensor]) -> nn.Sequential:
-    """A copy of ``net`` with hidden neurons permuted (neuron ``i`` of layer ``l`` <- old ``perms[l][i]``);
-    the function it computes is unchanged (official ``deepalign.utils.permute_weights``)."""
+    """A copy of ``net`` with its hidden neurons permuted; the function it computes is unchanged (official
+    ``deepalign.utils.permute_weights``).
+
+    Parameters
+    ----------
+    net : nn.Sequential
+        An MLP of Linear and ReLU layers.
+    perms : list of torch.Tensor
+        Per hidden layer ``l`` an index tensor: neuron ``i`` of the result is old neuron ``perms[l][i]``.
+
+    Returns
+    -------
+    nn.Sequential
+    """
     return mlp_permute(net, perms)
 
 
-def merge(a: nn.Sequential, b: nn.Sequential, alpha: float = 0.5,
-          perms: Sequence[torch.Tensor] | None = None) -> nn.Sequential:
-    """``alpha * a + (1 - alpha) * permute(b, perms)`` (official ``avg_weights_and_biases``); ``perms=None``
-    merges without alignment."""
+def merge(
+    a: nn.Sequential, b: nn.Sequential, alpha: float = 0.5, perms: Sequence[torch.Tensor] | None = None
+) -> nn.Sequential:
+    """The weight average ``alpha * a + (1 - alpha) * permute(b, perms)`` (official ``avg_weights_and_biases``).
+
+    Parameters
+    ----------
+    a, b : nn.Sequential
+        Two MLPs of one architecture.
+    alpha : float, default 0.5
+        The weight of ``a``.
+    perms : list of torch.Tensor, optional
+        Alignment of ``b`` to ``a`` (e.g. :meth:`DeepAlign.align`); None merges without alignment.
+
+    Returns
+    -------
+    nn.Sequential
+    """
     return mlp_merge(a, b, alpha, perms)
 
 

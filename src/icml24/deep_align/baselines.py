@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from scipy.optimize import linear_sum_assignment
 
 from ..errors import InputError
+from ..validation import check_float, check_int, check_seed, check_tensor
 from .sinkhorn import hungarian, sinkhorn
 from .weights import WeightBatch, check_same_architecture, lerp, loss_and_accuracy, permute_soft
 
@@ -28,12 +29,32 @@ def _single(wb: WeightBatch, name: str) -> WeightBatch:
     return wb
 
 
+def _shape(x) -> str:
+    return f"shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
+
+
 def _numpy_layers(wb: WeightBatch) -> tuple[list[np.ndarray], list[np.ndarray]]:
     return ([w[0].detach().double().numpy() for w in wb.weights], [b[0].detach().double().numpy() for b in wb.biases])
 
 
 def wm_objective(a: WeightBatch, b: WeightBatch, perms: Sequence[torch.Tensor] | None = None) -> float:
-    """The weight-matching objective ``sum_k <W_k^a, P_k W_k^b P_{k+1}^T> + <b_k^a, P_{k+1} b_k^b>`` (float64)."""
+    """The weight-matching objective ``sum_k <W_k^a, P_k W_k^b P_{k+1}^T> + <b_k^a, P_{k+1} b_k^b>`` (float64).
+
+    Parameters
+    ----------
+    a, b : WeightBatch
+        One network each.
+    perms : list of torch.Tensor, optional
+        Alignment of ``b`` to ``a`` (identity when None).
+
+    Returns
+    -------
+    float
+
+    References
+    ----------
+    Ainsworth, Hayase, Srinivasa, "Git Re-Basin", ICLR 2023, Eq. 3.
+    """
     wa, ba = _numpy_layers(_single(a, "a"))
     wb_, bb = _numpy_layers(_single(b, "b"))
     ps = [np.arange(d) for d in a.hidden] if perms is None else [np.asarray(p).reshape(-1) for p in perms]
@@ -56,27 +77,66 @@ def _objective(wa, ba, wb, bb, ps) -> float:
 
 @dataclass
 class MatchResult:
-    """Permutations (one ``(d_l,)`` index tensor per hidden layer), sweeps of coordinate descent (``0`` for
-    one-shot methods), and the weight-matching objective they reach."""
+    """What a matching method returns.
+
+    Parameters
+    ----------
+    perms : list of torch.Tensor
+        One ``(d_l,)`` index tensor per hidden layer (alignment of ``b`` to ``a``).
+    sweeps : int
+        Sweeps of coordinate descent (``0`` for one-shot methods).
+    objective : float
+        The weight-matching objective the permutations reach.
+    """
 
     perms: list[torch.Tensor]
     sweeps: int
     objective: float
 
 
-def weight_matching(a: WeightBatch, b: WeightBatch, *, max_iter: int = 100, init: Sequence[torch.Tensor] | None = None,
-                    seed: int = 0, tol: float = 1e-12) -> MatchResult:
-    """Weight Matching (Git Re-Basin Alg. 2): coordinate descent over the hidden layers, visited in a random
-    order each sweep; each step solves the linear assignment ``max_P <P, sum_axes W^a (W^b)^T>`` with scipy's
-    ``linear_sum_assignment`` holding the other permutations fixed; stop after a sweep without improvement
-    (``> tol``, official 1e-12) or ``max_iter`` sweeps (official 100). ``init`` starts from given permutations
-    (identity otherwise), which is how Deep-Align initialises it (paper Sec. 6, "Deep-Align + WM").
-    ``sweeps`` counts every sweep including the last one that found no improvement (the official port returns
-    the 0-based index of that sweep, i.e. ``sweeps - 1``)."""
+def weight_matching(
+    a: WeightBatch,
+    b: WeightBatch,
+    *,
+    max_iter: int = 100,
+    init: Sequence[torch.Tensor] | None = None,
+    seed: int = 0,
+    tol: float = 1e-12,
+) -> MatchResult:
+    """Weight Matching: coordinate descent over the hidden layers' permutations.
+
+    The hidden layers are visited in a random order each sweep; each step solves the linear assignment
+    ``max_P <P, sum_axes W^a (W^b)^T>`` with scipy's ``linear_sum_assignment``, holding the other permutations
+    fixed; it stops after a sweep without improvement or after ``max_iter`` sweeps.
+
+    Parameters
+    ----------
+    a, b : WeightBatch
+        One network each, of one architecture; ``b`` is aligned to ``a``.
+    max_iter : int, default 100
+        Most sweeps (official 100).
+    init : list of torch.Tensor, optional
+        Starting permutations (identity otherwise); Deep-Align's output here is "Deep-Align + WM" (paper Sec. 6).
+    seed : int, default 0
+        Seed of the order in which layers are visited.
+    tol : float, default 1e-12
+        The least improvement that counts (official 1e-12).
+
+    Returns
+    -------
+    MatchResult
+        ``sweeps`` counts every sweep including the last one that found no improvement (the official port
+        returns the 0-based index of that sweep, i.e. ``sweeps - 1``).
+
+    References
+    ----------
+    Ainsworth, Hayase, Srinivasa, "Git Re-Basin", ICLR 2023, Alg. 2.
+    """
     a, b = _single(a, "a"), _single(b, "b")
     check_same_architecture(a, b)
-    if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
-        raise InputError(f"max_iter must be a positive integer, got {max_iter!r}")
+    max_iter = check_int(max_iter, "max_iter", min_val=1)
+    seed = check_seed(seed)
+    tol = check_float(tol, "tol", min_val=0.0)
     wa, ba = _numpy_layers(a)
     wb, bb = _numpy_layers(b)
     M = len(wa)
@@ -113,14 +173,33 @@ def weight_matching(a: WeightBatch, b: WeightBatch, *, max_iter: int = 100, init
 
 
 def activation_matching(a: WeightBatch, b: WeightBatch, x: torch.Tensor) -> MatchResult:
-    """Activation Matching (Git Re-Basin Sec. 3.1): for each hidden layer independently, the assignment that
-    maximises ``sum_i E[z^a_i z^b_{p(i)}]`` over the post-ReLU activations on inputs ``x`` (official
-    ``mnist_mlp_activation_matching.py``: the cross moment ``E_ab``, one LAP per layer). A layer's activations
-    do not depend on the permutations of other layers, so no coordinate descent is needed."""
+    """Activation Matching: per hidden layer, the assignment that maximises the cross moment of activations.
+
+    For each hidden layer independently, the assignment maximises ``sum_i E[z^a_i z^b_{p(i)}]`` over the
+    post-ReLU activations on inputs ``x`` (official ``mnist_mlp_activation_matching.py``: the cross moment
+    ``E_ab``, one linear assignment per layer). A layer's activations do not depend on the permutations of other
+    layers, so no coordinate descent is needed.
+
+    Parameters
+    ----------
+    a, b : WeightBatch
+        One network each, of one architecture.
+    x : torch.Tensor
+        Inputs ``(N, d_0)``.
+
+    Returns
+    -------
+    MatchResult
+
+    References
+    ----------
+    Ainsworth, Hayase, Srinivasa, "Git Re-Basin", ICLR 2023, Sec. 3.1.
+    """
     a, b = _single(a, "a"), _single(b, "b")
     check_same_architecture(a, b)
-    if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != a.widths[0] or len(x) < 1:
-        raise InputError(f"x must be a (N, {a.widths[0]}) tensor of inputs")
+    if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != a.widths[0]:
+        raise InputError(f"x must be a (N, {a.widths[0]}) tensor of inputs, got {_shape(x)}")
+    check_tensor(x, "x")
     ha, hb = x.double(), x.double()
     perms = []
     with torch.no_grad():
@@ -133,23 +212,70 @@ def activation_matching(a: WeightBatch, b: WeightBatch, x: torch.Tensor) -> Matc
     return MatchResult(perms, 0, wm_objective(a, b, perms))
 
 
-def sinkhorn_rebasin(a: WeightBatch, b: WeightBatch, x: torch.Tensor, y: torch.Tensor, *, steps: int = 200,
-                     lr: float = 0.1, n_sink: int = 20, tau: float = 1.0, init_noise: float = 0.1,
-                     init: Sequence[torch.Tensor] | None = None, seed: int = 0) -> MatchResult:
-    """Sinkhorn re-basin (Pena et al. 2023; official ``RebasinNet`` + ``MidLoss``): free parameters ``Q_l``
-    (``eye + init_noise * N(0, 1)``, official 0.1), soft permutations ``Sinkhorn(Q_l)`` (cost ``-Q_l``,
-    20 iterations, ``tau`` 1, implicit differentiation), optimised with AdamW (official lr 0.1) on the
-    cross-entropy of the mid-point ``0.5 a + 0.5 P(b)`` on ``(x, y)``; the Hungarian projection of ``Q_l`` is
-    returned. ``init`` starts ``Q_l`` from given permutation matrices (plus the noise).
+def sinkhorn_rebasin(
+    a: WeightBatch,
+    b: WeightBatch,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    steps: int = 200,
+    lr: float = 0.1,
+    n_sink: int = 20,
+    tau: float = 1.0,
+    init_noise: float = 0.1,
+    init: Sequence[torch.Tensor] | None = None,
+    seed: int = 0,
+) -> MatchResult:
+    """Sinkhorn re-basin: soft permutations optimised by gradient descent on the mid-point loss.
 
-    Deviation: the official example trains for 20 epochs of 1000-image batches of MNIST (180 steps); here
-    ``steps`` full-batch steps on the given data (default 200)."""
+    Free parameters ``Q_l`` (``eye + init_noise * N(0, 1)``) give soft permutations ``Sinkhorn(Q_l)`` (cost
+    ``-Q_l``, implicit differentiation), optimised with AdamW on the cross-entropy of the mid-point
+    ``0.5 a + 0.5 P(b)`` on ``(x, y)`` (official ``RebasinNet`` + ``MidLoss``); the Hungarian projection of each
+    ``Q_l`` is returned.
+
+    Parameters
+    ----------
+    a, b : WeightBatch
+        One network each, of one architecture.
+    x, y : torch.Tensor
+        Inputs ``(N, d_0)`` and class indices ``(N,)`` of the mid-point loss.
+    steps : int, default 200
+        Full-batch AdamW steps. Deviation: the official example trains for 20 epochs of 1000-image batches of
+        MNIST (180 steps).
+    lr : float, default 0.1
+        Official 0.1.
+    n_sink : int, default 20
+        Sinkhorn iterations.
+    tau : float, default 1.0
+        Sinkhorn's entropy weight.
+    init_noise : float, default 0.1
+        Official 0.1.
+    init : list of torch.Tensor, optional
+        Start ``Q_l`` from these permutation matrices (plus the noise).
+    seed : int, default 0
+        Seed of the noise.
+
+    Returns
+    -------
+    MatchResult
+
+    References
+    ----------
+    Pena, Medeiros, Dubail, Aminbeidokhti, Granger, Pedersoli, "Re-basin via implicit Sinkhorn
+    differentiation", CVPR 2023.
+    """
     a, b = _single(a, "a"), _single(b, "b")
     check_same_architecture(a, b)
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
-        raise InputError(f"steps must be a non-negative integer, got {steps!r}")
-    if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != a.widths[0] or len(x) != len(y):
-        raise InputError(f"x must be a (N, {a.widths[0]}) tensor with one label in y per row")
+    steps = check_int(steps, "steps", min_val=0)
+    n_sink = check_int(n_sink, "n_sink", min_val=1)
+    lr = check_float(lr, "lr", min_val=0.0, include_boundaries="neither")
+    tau = check_float(tau, "tau", min_val=0.0, include_boundaries="neither")
+    init_noise = check_float(init_noise, "init_noise", min_val=0.0)
+    seed = check_seed(seed)
+    if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != a.widths[0]:
+        raise InputError(f"x must be a (N, {a.widths[0]}) tensor of inputs, got {_shape(x)}")
+    check_tensor(x, "x")
+    check_tensor(y, "y", shape=(len(x),), dtype="integer")
     g = torch.Generator().manual_seed(seed)
     qs = []
     for l, d in enumerate(a.hidden):

@@ -36,20 +36,53 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..data.zoo import mlp_widths
 from ..errors import InputError
+from ..validation import check_bool, check_choice, check_float, check_int, check_seed
 from .weights import WeightBatch
 
 
 @dataclass(frozen=True)
 class EncoderConfig:
-    """Hyper-parameters of the Deep-Align encoder. Defaults mirror the official MLP trainer
-    (``experiments/mlp_image_classifier/trainer.py``): ``--dim-hidden 64 --n-hidden 4 --output-features 128
-    --reduction max --set-layer sab --n-heads 8 --add-bn true --diagonal true --hnp-setup true
-    --input-dim-downsample 8 --init-scale 1.0 --do-rate 0.0 --n-fc-layers 1``, and ``scale_init`` the official
-    initial value 1 of ``NormalizeAndScale``'s scale. Our claims shrink ``hidden`` (16), ``n_hidden`` (2) and
-    ``output_features`` (32), use DeepSets set layers (``set_layer="ds"``, 2.5x cheaper than ``"sab"`` on CPU
-    and not worse in our runs) and mean pooling (``reduction="mean"``, an official option: at our training
-    budget max pooling plateaued at a 30-60 % higher barrier); see ``paper.py``."""
+    """Hyper-parameters of the Deep-Align encoder.
+
+    Defaults mirror the official MLP trainer (``experiments/mlp_image_classifier/trainer.py``): ``--dim-hidden
+    64 --n-hidden 4 --output-features 128 --reduction max --set-layer sab --n-heads 8 --add-bn true --diagonal
+    true --hnp-setup true --input-dim-downsample 8 --init-scale 1.0 --do-rate 0.0 --n-fc-layers 1``. Our claims
+    shrink ``hidden`` (16), ``n_hidden`` (2) and ``output_features`` (32), use DeepSets set layers
+    (``set_layer="ds"``, 2.5x cheaper than ``"sab"`` on CPU and not worse in our runs) and mean pooling
+    (``reduction="mean"``, an official option: at our training budget max pooling plateaued at a 30-60 % higher
+    barrier); see ``experiments.py``.
+
+    Parameters
+    ----------
+    hidden : int, default 64
+        Channels of the hidden DWS layers.
+    n_hidden : int, default 4
+        Hidden DWS layers.
+    output_features : int, default 128
+        Channels of the neuron embeddings.
+    reduction : {"max", "mean", "sum"}, default "max"
+        Pooling over sets.
+    set_layer : {"sab", "ds"}, default "sab"
+        Set attention blocks or DeepSets layers.
+    num_heads : int, default 8
+        Heads of the set attention blocks.
+    bn : bool, default True
+        BatchNorm between layers.
+    input_dim_downsample : int or None, default 8
+        Width the fixed input axis is down-sampled to (None: no down-sampling).
+    dropout : float, default 0.0
+        In ``[0, 1)``.
+    init_scale : float, default 1.0
+        Scale of the official initialisation.
+    n_fc_layers : int, default 1
+        Linear layers inside each set layer.
+    normalize_scale : bool, default True
+        L2-normalise the embeddings and multiply by one learned scale (official ``NormalizeAndScale``).
+    scale_init : float, default 1.0
+        The initial value of that scale (official 1).
+    """
 
     hidden: int = 64
     n_hidden: int = 4
@@ -67,18 +100,15 @@ class EncoderConfig:
 
     def __post_init__(self) -> None:
         for name in ("hidden", "n_hidden", "output_features", "num_heads", "n_fc_layers"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < (0 if name == "n_hidden" else 1):
-                raise InputError(f"{name} must be a positive integer, got {v!r}")
-        if self.reduction not in ("max", "mean", "sum"):
-            raise InputError(f"reduction must be 'max', 'mean' or 'sum', got {self.reduction!r}")
-        if self.set_layer not in ("ds", "sab"):
-            raise InputError(f"set_layer must be 'ds' (DeepSets) or 'sab' (set attention), got {self.set_layer!r}")
-        d = self.input_dim_downsample
-        if d is not None and (isinstance(d, bool) or not isinstance(d, int) or d < 1):
-            raise InputError(f"input_dim_downsample must be a positive integer or None, got {d!r}")
-        if not 0.0 <= float(self.dropout) < 1.0:
-            raise InputError(f"dropout must be in [0, 1), got {self.dropout!r}")
+            check_int(getattr(self, name), name, min_val=0 if name == "n_hidden" else 1)
+        check_choice(self.reduction, "reduction", ("max", "mean", "sum"), normalise=False)
+        check_choice(self.set_layer, "set_layer", ("ds", "sab"), normalise=False)
+        check_int(self.input_dim_downsample, "input_dim_downsample", min_val=1, allow_none=True)
+        check_float(self.dropout, "dropout", min_val=0.0, max_val=1.0, include_boundaries="left")
+        check_float(self.init_scale, "init_scale")
+        check_float(self.scale_init, "scale_init")
+        check_bool(self.bn, "bn")
+        check_bool(self.normalize_scale, "normalize_scale")
 
 
 # ------------------------------------------------------------------------------------------- set layers
@@ -154,12 +184,17 @@ class KroneckerSetLayer(nn.Module):
         super().__init__()
         self.reduction = reduction
         self.lin_all, self.lin_rows, self.lin_cols, self.lin_both = (
-            _mlp(fin, fout, True, n_fc_layers) for _ in range(4))
+            _mlp(fin, fout, True, n_fc_layers) for _ in range(4)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, r, c, F)
         r = self.reduction
-        return (self.lin_all(x) + self.lin_rows(_pool(x, 1, r)) + self.lin_cols(_pool(x, 2, r))
-                + self.lin_both(_pool(x, (1, 2), r))) / 4.0
+        return (
+            self.lin_all(x)
+            + self.lin_rows(_pool(x, 1, r))
+            + self.lin_cols(_pool(x, 2, r))
+            + self.lin_both(_pool(x, (1, 2), r))
+        ) / 4.0
 
 
 class AttentionPool(nn.Module):
@@ -200,8 +235,9 @@ class DWSLayer(nn.Module):
     connection from the full-resolution input. ``weights_out=False`` skips the weight outputs (the encoder's
     last layer: only its bias channels are read)."""
 
-    def __init__(self, widths: Sequence[int], fin: int, fout: int, cfg: EncoderConfig, heads: int,
-                 weights_out: bool = True) -> None:
+    def __init__(
+        self, widths: Sequence[int], fin: int, fout: int, cfg: EncoderConfig, heads: int, weights_out: bool = True
+    ) -> None:
         super().__init__()
         self.widths = tuple(int(w) for w in widths)
         M = self.M = len(widths) - 1
@@ -290,19 +326,24 @@ class DWSLayer(nn.Module):
                     acc = blk[f"w{j}_w{j}"](w)
                 rows = cols = 0.0
                 if j >= 1:
-                    rows = (blk[f"w{j - 1}_w{j}"](self._col_summary(weights[j - 1], j - 1))
-                            + blk[f"b{j - 1}_w{j}"](biases[j - 1]))
+                    rows = blk[f"w{j - 1}_w{j}"](self._col_summary(weights[j - 1], j - 1)) + blk[f"b{j - 1}_w{j}"](
+                        biases[j - 1]
+                    )
                     rows = self._to_rows(rows, j)
                 if j <= M - 2:
-                    cols = (blk[f"w{j + 1}_w{j}"](self._row_summary(weights[j + 1], j + 1))
-                            + blk[f"b{j}_w{j}"](biases[j]))
+                    cols = blk[f"w{j + 1}_w{j}"](self._row_summary(weights[j + 1], j + 1)) + blk[f"b{j}_w{j}"](
+                        biases[j]
+                    )
                     cols = self._to_cols(cols, j)
                 else:
                     cols = blk[f"b{j}_w{j}"](biases[j].flatten(1)).reshape(B, 1, self.dM, self.fout)
                 out_w.append((acc + (rows + cols)) * norm)
             if j < M - 1:
-                bj = (blk[f"w{j}_b{j}"](self._col_summary(w, j)) + blk[f"w{j + 1}_b{j}"](
-                    self._row_summary(weights[j + 1], j + 1)) + blk[f"b{j}_b{j}"](biases[j]))
+                bj = (
+                    blk[f"w{j}_b{j}"](self._col_summary(w, j))
+                    + blk[f"w{j + 1}_b{j}"](self._row_summary(weights[j + 1], j + 1))
+                    + blk[f"b{j}_b{j}"](biases[j])
+                )
             else:  # last layer: its output neurons are fixed, one vector of d_M * F channels
                 wpool = _pool(w, 1, self.reduction, keepdim=False).flatten(1)
                 bj = (blk[f"w{j}_b{j}"](wpool) + blk[f"b{j}_b{j}"](biases[j].flatten(1))).reshape(B, self.dM, self.fout)
@@ -354,8 +395,11 @@ class DWSEncoder(nn.Module):
                 if cfg.dropout > 0:
                     layers.append(_Pointwise(nn.Dropout(cfg.dropout)))
             last = i == len(dims) - 2
-            layers.append(DWSLayer(inner, dims[i], dims[i + 1], cfg, 1 if (last and i > 0) else cfg.num_heads,
-                                   weights_out=not last))
+            layers.append(
+                DWSLayer(
+                    inner, dims[i], dims[i + 1], cfg, 1 if (last and i > 0) else cfg.num_heads, weights_out=not last
+                )
+            )
         self.layers = nn.Sequential(*layers)
 
     def forward(self, wb: WeightBatch):
@@ -376,14 +420,25 @@ def _init_like_official(module: nn.Module, scale: float, generator: torch.Genera
 
 
 class DeepAlignNet(nn.Module):
-    """Encoder plus neuron embeddings and scores; see the module docstring. ``widths`` are the MLP widths
-    ``(d_0, ..., d_M)`` of the architecture this model aligns (one model per architecture, as in the paper)."""
+    """The Deep-Align network: the DWS encoder, per-neuron embeddings and score matrices (paper Sec. 5, Fig. 2).
+
+    Parameters
+    ----------
+    widths : sequence of int
+        The MLP widths ``(d_0, ..., d_M)`` of the architecture this model aligns (one model per architecture, as
+        in the paper).
+    cfg : EncoderConfig, optional
+        Hyper-parameters (official defaults when None).
+    seed : int, default 0
+        Seed of the initialisation (the official ``init_scale`` scheme).
+    """
 
     def __init__(self, widths: Sequence[int], cfg: EncoderConfig | None = None, seed: int = 0) -> None:
         super().__init__()
-        widths = tuple(int(w) for w in widths)
-        if len(widths) < 3 or any(w < 1 for w in widths):
-            raise InputError(f"widths must list at least input, one hidden and output width, got {widths}")
+        widths = mlp_widths(widths)
+        seed = check_seed(seed)
+        if cfg is not None and not isinstance(cfg, EncoderConfig):
+            raise InputError(f"cfg must be an EncoderConfig, got {type(cfg).__name__}")
         self.widths = widths
         self.cfg = cfg or EncoderConfig()
         self.encoder = DWSEncoder(widths, self.cfg)
@@ -391,10 +446,22 @@ class DeepAlignNet(nn.Module):
         _init_like_official(self.encoder, self.cfg.init_scale, torch.Generator().manual_seed(int(seed)))
 
     def config_dict(self) -> dict:
+        """The widths and the encoder configuration as a plain dict."""
         return {"widths": list(self.widths), **asdict(self.cfg)}
 
     def embed(self, wb: WeightBatch) -> list[torch.Tensor]:
-        """Per-neuron embeddings of hidden layers 1..M-1: ``(B, d_l, output_features)``, unit norm times scale."""
+        """Per-neuron embeddings of the hidden layers, unit norm times the learned scale (``NormalizeAndScale``).
+
+        Parameters
+        ----------
+        wb : WeightBatch
+            ``B`` networks of this model's architecture.
+
+        Returns
+        -------
+        list of torch.Tensor
+            Per hidden layer ``l = 1 .. M-1`` a ``(B, d_l, output_features)`` tensor.
+        """
         _, biases = self.encoder(wb)
         out = []
         for b in biases[:-1]:  # no permutation acts on the last bias
@@ -404,12 +471,42 @@ class DeepAlignNet(nn.Module):
 
     @staticmethod
     def scores_from(ea: Sequence[torch.Tensor], eb: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-        """``S_l[i, j] = <F_l(a)_i, F_l(b)_j>`` (official ``extract_pred``)."""
+        """Score matrices ``S_l[i, j] = <F_l(a)_i, F_l(b)_j>`` (official ``extract_pred``).
+
+        Parameters
+        ----------
+        ea, eb : sequence of torch.Tensor
+            Embeddings of :meth:`embed`, per hidden layer ``(B, d_l, F)``.
+
+        Returns
+        -------
+        list of torch.Tensor
+            Per hidden layer ``(B, d_l, d_l)``.
+        """
         return [torch.einsum("bid,bjd->bij", x, y) for x, y in zip(ea, eb)]
 
     def forward(self, a: WeightBatch, b: WeightBatch) -> list[torch.Tensor]:
+        """The score matrices of the pairs ``(a_i, b_i)``: ``scores_from(embed(a), embed(b))``.
+
+        Parameters
+        ----------
+        a, b : WeightBatch
+            ``B`` networks each.
+
+        Returns
+        -------
+        list of torch.Tensor
+            Per hidden layer ``(B, d_l, d_l)``.
+        """
         return self.scores_from(self.embed(a), self.embed(b))
 
 
-__all__ = ["EncoderConfig", "DeepAlignNet", "DWSEncoder", "DWSLayer", "DeepSetLayer", "SetAttentionBlock",
-           "KroneckerSetLayer"]
+__all__ = [
+    "EncoderConfig",
+    "DeepAlignNet",
+    "DWSEncoder",
+    "DWSLayer",
+    "DeepSetLayer",
+    "SetAttentionBlock",
+    "KroneckerSetLayer",
+]

@@ -35,20 +35,53 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import InputError
+from ..validation import check_bool, check_choice, check_float, check_int, check_seed
 from .encoder import DeepAlignNet
 from .sinkhorn import hungarian, sinkhorn
-from .weights import (WeightBatch, forward, invert, lerp, permute_hard, permute_soft,
-                      random_perms)
+from .weights import WeightBatch, forward, invert, lerp, permute_hard, permute_soft, random_perms
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Training hyper-parameters. Defaults are the official MLP trainer's (``lr 5e-4``, ``batch 32``,
-    ``image batch 32``, ``AdamW amsgrad weight decay 5e-4``, ``clip 1.0``, ``--recon-loss both``,
-    ``--supervised-loss-weight 1 --recon-loss-weight 1``, ``--n-sink 20``, ``--loss ce``), except ``steps``: the
-    official trains 100 epochs over thousands of networks; the claims give their own step count and lr."""
+    """Training hyper-parameters of Deep-Align.
+
+    Defaults are the official MLP trainer's (``lr 5e-4``, ``batch 32``, ``image batch 32``, ``AdamW amsgrad
+    weight decay 5e-4``, ``clip 1.0``, ``--recon-loss both``, ``--supervised-loss-weight 1 --recon-loss-weight
+    1``, ``--n-sink 20``, ``--loss ce``), except ``steps``: the official trains 100 epochs over thousands of
+    networks; the claims give their own step count and lr.
+
+    Parameters
+    ----------
+    steps : int, default 1000
+        Optimiser steps.
+    batch_size : int, default 32
+        Pairs of networks per step.
+    image_batch_size : int, default 32
+        Images of the interpolation (LMC) loss per step.
+    lr, weight_decay : float, default 5e-4
+        AdamW's.
+    amsgrad : bool, default True
+    clip : float, default 1.0
+        Gradient-norm clipping.
+    sup_weight, rec_weight : float, default 1.0
+        Weights of the supervised and the reconstruction losses.
+    recon : {"both", "lmc", "l2"}, default "both"
+        Which reconstruction losses.
+    n_sink : int, default 20
+        Sinkhorn iterations.
+    tau : float, default 1.0
+        Sinkhorn's entropy weight.
+    noise_scale, drop_rate, pos_scale, quantile_dropout : float
+        The augmentation of the permuted copies (official defaults 1e-2, 5e-2, 0.1, 0.1).
+    eval_every : int, default 50
+        Steps between validation evaluations.
+    schedule : {"constant", "cosine"}, default "constant"
+        Learning-rate schedule (official constant).
+    max_val_pairs : int, default 64
+        Most validation pairs evaluated.
+    """
 
     steps: int = 1000
     batch_size: int = 32
@@ -72,24 +105,35 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "image_batch_size", "n_sink", "eval_every", "max_val_pairs"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise InputError(f"{name} must be a positive integer, got {v!r}")
+            check_int(getattr(self, name), name, min_val=1)
         for name in ("lr", "tau", "clip"):
-            if not getattr(self, name) > 0:
-                raise InputError(f"{name} must be positive, got {getattr(self, name)!r}")
-        if self.schedule not in ("constant", "cosine"):
-            raise InputError(f"schedule must be 'constant' (official) or 'cosine', got {self.schedule!r}")
-        if self.recon not in ("l2", "lmc", "both"):
-            raise InputError(f"recon must be 'l2', 'lmc' or 'both', got {self.recon!r}")
+            check_float(getattr(self, name), name, min_val=0.0, include_boundaries="neither")
+        for name in ("weight_decay", "sup_weight", "rec_weight", "noise_scale", "pos_scale"):
+            check_float(getattr(self, name), name, min_val=0.0)
+        check_bool(self.amsgrad, "amsgrad")
+        check_choice(self.schedule, "schedule", ("constant", "cosine"), normalise=False)
+        check_choice(self.recon, "recon", ("l2", "lmc", "both"), normalise=False)
         for name in ("drop_rate", "quantile_dropout"):
-            if not 0.0 <= getattr(self, name) < 1.0:
-                raise InputError(f"{name} must be in [0, 1), got {getattr(self, name)!r}")
+            check_float(getattr(self, name), name, min_val=0.0, max_val=1.0, include_boundaries="left")
 
 
 @dataclass
 class History:
-    """What training did: one record per step (losses) and per evaluation (validation losses)."""
+    """What training did.
+
+    Parameters
+    ----------
+    config : dict
+        The :class:`TrainConfig` as a dict.
+    steps : list of dict
+        One record per step: ``step``, ``loss``, ``sup``, ``lmc``, ``l2``.
+    evals : list of dict
+        One record per validation evaluation (see :func:`evaluate`) with its ``step``.
+    best_step : int
+        The step whose state was kept.
+    seconds : float
+        Training time.
+    """
 
     config: dict
     steps: list[dict] = field(default_factory=list)
@@ -99,8 +143,21 @@ class History:
 
 
 # -------------------------------------------------------------------------------------------- augmentation
-def _quantile(values: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    """Per-row quantile with linear interpolation (``torch.quantile``'s default) at a per-row level ``q``."""
+def row_quantile(values: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """Per-row quantile with linear interpolation (``torch.quantile``'s default) at a per-row level ``q``.
+
+    Parameters
+    ----------
+    values : torch.Tensor
+        ``(B, n)``.
+    q : torch.Tensor
+        ``(B,)`` levels in ``[0, 1]``.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(B,)``.
+    """
     v = values.sort(dim=1).values
     pos = q * (v.shape[1] - 1)
     lo = pos.floor().long().clamp(0, v.shape[1] - 1)
@@ -109,8 +166,15 @@ def _quantile(values: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     return vlo + (pos - lo.float()) * (vhi - vlo)
 
 
-def augment(wb: WeightBatch, generator: torch.Generator, *, noise_scale: float = 1e-2, drop_rate: float = 5e-2,
-            pos_scale: float = 0.1, quantile_dropout: float = 0.1) -> WeightBatch:
+def augment(
+    wb: WeightBatch,
+    generator: torch.Generator,
+    *,
+    noise_scale: float = 1e-2,
+    drop_rate: float = 5e-2,
+    pos_scale: float = 0.1,
+    quantile_dropout: float = 0.1,
+) -> WeightBatch:
     """Random augmentation of each network, in the official order: noise, dropout, positive rescaling,
     quantile dropout. The permutation is applied separately."""
     B = wb.size
@@ -138,7 +202,7 @@ def augment(wb: WeightBatch, generator: torch.Generator, *, noise_scale: float =
             ws[k + 1] = ws[k + 1] / s[:, :, None]
     if quantile_dropout > 0:
         q = torch.rand(B, generator=g) * quantile_dropout
-        thr = _quantile(WeightBatch(tuple(ws), tuple(bs)).flat().abs(), q)
+        thr = row_quantile(WeightBatch(tuple(ws), tuple(bs)).flat().abs(), q)
         ws = [torch.where(w.abs() < thr.reshape(-1, 1, 1), torch.zeros_like(w), w) for w in ws]
         bs = [torch.where(b.abs() < thr.reshape(-1, 1), torch.zeros_like(b), b) for b in bs]
     return WeightBatch(tuple(ws), tuple(bs))
@@ -151,8 +215,15 @@ def supervised_loss(scores: list[torch.Tensor], pi: list[torch.Tensor]) -> torch
     return sum(F.cross_entropy(s, p) for s, p in zip(scores, pi)) / len(scores)
 
 
-def reconstruction_loss(a: WeightBatch, b: WeightBatch, mats: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor,
-                        alpha: torch.Tensor, recon: str = "both") -> tuple[torch.Tensor, torch.Tensor]:
+def reconstruction_loss(
+    a: WeightBatch,
+    b: WeightBatch,
+    mats: list[torch.Tensor],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    alpha: torch.Tensor,
+    recon: str = "both",
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(L_lmc, L_l2)`` of ``b`` aligned to ``a`` by (soft or hard) permutation matrices ``mats``."""
     pb = permute_soft(b, mats)
     zero = torch.zeros(())
@@ -185,16 +256,32 @@ def _embed_views(model: DeepAlignNet, views: list[WeightBatch]) -> list[list[tor
 
 
 @torch.no_grad()
-def evaluate(model: DeepAlignNet, a: WeightBatch, b: WeightBatch, x: torch.Tensor, y: torch.Tensor,
-             cfg: TrainConfig, generator: torch.Generator) -> dict[str, float]:
+def evaluate(
+    model: DeepAlignNet,
+    a: WeightBatch,
+    b: WeightBatch,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    cfg: TrainConfig,
+    generator: torch.Generator,
+) -> dict[str, float]:
     """Validation metrics of the official ``evaluate``: reconstruction loss with Hungarian permutations (of the
     Sinkhorn output) at ``alpha = 0.5``, and the permutation accuracy on augmented, permuted copies of ``a``."""
     was = model.training
     model.eval()
     try:
         pi = random_perms(a.hidden, a.size, generator)
-        pa = permute_hard(augment(a, generator, noise_scale=cfg.noise_scale, drop_rate=cfg.drop_rate,
-                                  pos_scale=cfg.pos_scale, quantile_dropout=cfg.quantile_dropout), pi)
+        pa = permute_hard(
+            augment(
+                a,
+                generator,
+                noise_scale=cfg.noise_scale,
+                drop_rate=cfg.drop_rate,
+                pos_scale=cfg.pos_scale,
+                quantile_dropout=cfg.quantile_dropout,
+            ),
+            pi,
+        )
         ea, eb, epa = _embed_views(model, [a, b, pa])
         scores = model.scores_from(ea, eb)
         hard = [F.one_hot(hungarian(sinkhorn(s, cfg.n_sink, cfg.tau)), s.shape[-1]).float() for s in scores]
@@ -207,9 +294,19 @@ def evaluate(model: DeepAlignNet, a: WeightBatch, b: WeightBatch, x: torch.Tenso
     return {"recon": float(lmc + l2), "lmc": float(lmc), "l2": float(l2), "sup": sup, "perm_acc": acc}
 
 
-def fit(model: DeepAlignNet, train: WeightBatch, x: torch.Tensor, y: torch.Tensor, cfg: TrainConfig, *,
-        val: WeightBatch | None = None, x_val: torch.Tensor | None = None, y_val: torch.Tensor | None = None,
-        seed: int = 0, callback: Callable[[int, DeepAlignNet], None] | None = None) -> History:
+def fit(
+    model: DeepAlignNet,
+    train: WeightBatch,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    cfg: TrainConfig,
+    *,
+    val: WeightBatch | None = None,
+    x_val: torch.Tensor | None = None,
+    y_val: torch.Tensor | None = None,
+    seed: int = 0,
+    callback: Callable[[int, DeepAlignNet], None] | None = None,
+) -> History:
     """Train ``model`` on the networks ``train`` with images ``(x, y)`` for the LMC loss; select the state with
     the lowest validation reconstruction loss on ``val`` (when given, with ``x_val, y_val`` or ``x, y``).
     ``callback(step, model)`` is called every ``eval_every`` steps (after the evaluation)."""
@@ -217,10 +314,12 @@ def fit(model: DeepAlignNet, train: WeightBatch, x: torch.Tensor, y: torch.Tenso
         raise InputError(f"the training networks have widths {train.widths}, the model aligns {model.widths}")
     if train.size < 2:
         raise InputError("training needs at least two networks")
+    seed = check_seed(seed)
     g = torch.Generator().manual_seed(seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, amsgrad=cfg.amsgrad,
-                            foreach=True)
-    sched = (torch.optim.lr_scheduler.CosineAnnealingLR(opt, cfg.steps) if cfg.schedule == "cosine" else None)
+    opt = torch.optim.AdamW(
+        model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, amsgrad=cfg.amsgrad, foreach=True
+    )
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, cfg.steps) if cfg.schedule == "cosine" else None
     hist = History(config=asdict(cfg))
     N, B = train.size, min(cfg.batch_size, train.size)
     vg = torch.Generator().manual_seed(seed + 1)
@@ -243,13 +342,22 @@ def fit(model: DeepAlignNet, train: WeightBatch, x: torch.Tensor, y: torch.Tenso
     for step in range(1, cfg.steps + 1):
         if cursor + B > N:
             order, cursor = torch.randperm(N, generator=g), 0
-        ia = order[cursor: cursor + B]
+        ia = order[cursor : cursor + B]
         cursor += B
         ib = torch.randint(N, (B,), generator=g)
         a, b = train[ia], train[ib]
         pi = random_perms(a.hidden, B, g)
-        pa = permute_hard(augment(a, g, noise_scale=cfg.noise_scale, drop_rate=cfg.drop_rate,
-                                  pos_scale=cfg.pos_scale, quantile_dropout=cfg.quantile_dropout), pi)
+        pa = permute_hard(
+            augment(
+                a,
+                g,
+                noise_scale=cfg.noise_scale,
+                drop_rate=cfg.drop_rate,
+                pos_scale=cfg.pos_scale,
+                quantile_dropout=cfg.quantile_dropout,
+            ),
+            pi,
+        )
         img = torch.randint(len(x), (cfg.image_batch_size,), generator=g)
         alpha = torch.rand(B, generator=g)
 
@@ -264,8 +372,15 @@ def fit(model: DeepAlignNet, train: WeightBatch, x: torch.Tensor, y: torch.Tenso
         opt.step()
         if sched is not None:
             sched.step()
-        hist.steps.append({"step": step, "loss": float(loss.detach()), "sup": float(sup.detach()),
-                           "lmc": float(lmc.detach()), "l2": float(l2.detach())})
+        hist.steps.append(
+            {
+                "step": step,
+                "loss": float(loss.detach()),
+                "sup": float(sup.detach()),
+                "lmc": float(lmc.detach()),
+                "l2": float(l2.detach()),
+            }
+        )
         if val is not None and (step % cfg.eval_every == 0 or step == cfg.steps):
             ev = evaluate(model, va, vb, xv[vx_idx], yv[vx_idx], cfg, torch.Generator().manual_seed(seed + 2))
             ev["step"] = step
@@ -285,5 +400,14 @@ def fit(model: DeepAlignNet, train: WeightBatch, x: torch.Tensor, y: torch.Tenso
     return hist
 
 
-__all__ = ["TrainConfig", "History", "augment", "supervised_loss", "reconstruction_loss", "permutation_accuracy",
-           "evaluate", "fit"]
+__all__ = [
+    "TrainConfig",
+    "History",
+    "augment",
+    "row_quantile",
+    "supervised_loss",
+    "reconstruction_loss",
+    "permutation_accuracy",
+    "evaluate",
+    "fit",
+]

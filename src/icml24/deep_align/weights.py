@@ -14,26 +14,37 @@ indices: ``permute(b, p)`` has its neuron ``i`` matched to neuron ``i`` of ``a``
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..data import Split
+from ..data.zoo import mlp_zoo, split_networks
 from ..errors import InputError
+from ..validation import check_float, check_int
 
 
 @dataclass(frozen=True)
 class WeightBatch:
-    """``B`` MLPs of one architecture as tensors: ``weights[k]`` ``(B, d_k, d_{k+1})``, ``biases[k]`` ``(B, d_{k+1})``."""
+    """``B`` MLPs of one architecture as tensors, fan-in first (the official code's layout).
+
+    Parameters
+    ----------
+    weights : tuple of torch.Tensor
+        ``weights[k]`` of shape ``(B, d_k, d_{k+1})``: the transpose of layer ``k``'s ``nn.Linear.weight``.
+    biases : tuple of torch.Tensor
+        ``biases[k]`` of shape ``(B, d_{k+1})``.
+    """
 
     weights: tuple[torch.Tensor, ...]
     biases: tuple[torch.Tensor, ...]
 
     @property
     def widths(self) -> tuple[int, ...]:
+        """The architecture ``(d_0, ..., d_M)``."""
         return (int(self.weights[0].shape[1]),) + tuple(int(w.shape[2]) for w in self.weights)
 
     @property
@@ -43,6 +54,7 @@ class WeightBatch:
 
     @property
     def size(self) -> int:
+        """The number of networks ``B``."""
         return int(self.weights[0].shape[0])
 
     def __len__(self) -> int:
@@ -54,40 +66,82 @@ class WeightBatch:
         return WeightBatch(tuple(w[idx] for w in self.weights), tuple(b[idx] for b in self.biases))
 
     def detach(self) -> "WeightBatch":
+        """The same networks, detached from autograd."""
         return WeightBatch(tuple(w.detach() for w in self.weights), tuple(b.detach() for b in self.biases))
 
     def to(self, dtype: torch.dtype) -> "WeightBatch":
+        """The same networks in ``dtype``."""
         return WeightBatch(tuple(w.to(dtype) for w in self.weights), tuple(b.to(dtype) for b in self.biases))
 
     def flat(self) -> torch.Tensor:
         """All parameters of each network as one vector, ``(B, n_params)``."""
         return torch.cat([t.flatten(1) for pair in zip(self.weights, self.biases) for t in pair], dim=1)
 
+    @classmethod
+    def from_linear(cls, weights: Sequence[torch.Tensor], biases: Sequence[torch.Tensor]) -> "WeightBatch":
+        """A batch from stacked layers in ``nn.Linear``'s orientation, as :mod:`icml24.data.zoo` returns them.
+
+        Parameters
+        ----------
+        weights : sequence of torch.Tensor
+            ``weights[k]`` of shape ``(B, d_{k+1}, d_k)``.
+        biases : sequence of torch.Tensor
+            ``biases[k]`` of shape ``(B, d_{k+1})``.
+
+        Returns
+        -------
+        WeightBatch
+        """
+        return cls(tuple(w.transpose(1, 2).contiguous() for w in weights), tuple(biases))
+
     @staticmethod
     def cat(batches: Sequence["WeightBatch"]) -> "WeightBatch":
+        """Concatenate batches of one architecture along the network axis."""
         if not batches:
             raise InputError("cannot concatenate an empty list of weight batches")
         n = len(batches[0].weights)
-        return WeightBatch(tuple(torch.cat([b.weights[k] for b in batches]) for k in range(n)),
-                           tuple(torch.cat([b.biases[k] for b in batches]) for k in range(n)))
+        return WeightBatch(
+            tuple(torch.cat([b.weights[k] for b in batches]) for k in range(n)),
+            tuple(torch.cat([b.biases[k] for b in batches]) for k in range(n)),
+        )
 
 
 # ------------------------------------------------------------------------------------------ conversion
 def check_mlp(net: object, name: str = "net") -> tuple[int, ...]:
     """Validate ``net`` as ``nn.Sequential(Linear, ReLU, Linear, ..., ReLU, Linear)`` with biases and at least
-    one hidden layer; return its widths ``(d_0, ..., d_M)``. Raises :class:`InputError` naming ``name``."""
+    one hidden layer.
+
+    Parameters
+    ----------
+    net : object
+    name : str, default "net"
+        The argument's name in messages.
+
+    Returns
+    -------
+    tuple of int
+        The widths ``(d_0, ..., d_M)``.
+
+    Raises
+    ------
+    InputError
+        Naming ``name`` (and the offending layer), when ``net`` is not such an MLP.
+    """
     if not isinstance(net, nn.Sequential):
         raise InputError(f"{name} must be a torch.nn.Sequential of Linear and ReLU layers, got {type(net).__name__}")
     mods = list(net)
     if len(mods) < 3 or len(mods) % 2 == 0:
-        raise InputError(f"{name} must alternate Linear, ReLU, ..., Linear with at least one hidden layer "
-                         f"(got {len(mods)} modules)")
+        raise InputError(
+            f"{name} must alternate Linear, ReLU, ..., Linear with at least one hidden layer (got {len(mods)} modules)"
+        )
     widths: list[int] = []
     for i, m in enumerate(mods):
         if i % 2 == 0:
             if type(m) is not nn.Linear:
-                raise InputError(f"{name}[{i}] is {type(m).__name__}, expected Linear",
-                                 "Deep-Align here aligns MLPs of Linear and ReLU layers only")
+                raise InputError(
+                    f"{name}[{i}] is {type(m).__name__}, expected Linear",
+                    "Deep-Align here aligns MLPs of Linear and ReLU layers only",
+                )
             if m.bias is None:
                 raise InputError(f"{name}[{i}] is a Linear layer without bias", "use bias=True")
             if widths and m.in_features != widths[-1]:
@@ -96,8 +150,10 @@ def check_mlp(net: object, name: str = "net") -> tuple[int, ...]:
                 widths.append(m.in_features)
             widths.append(m.out_features)
         elif type(m) is not nn.ReLU:
-            raise InputError(f"{name}[{i}] is {type(m).__name__}, expected ReLU",
-                             "Deep-Align here aligns MLPs of Linear and ReLU layers only")
+            raise InputError(
+                f"{name}[{i}] is {type(m).__name__}, expected ReLU",
+                "Deep-Align here aligns MLPs of Linear and ReLU layers only",
+            )
     for p in net.parameters():
         if not torch.is_floating_point(p) or not torch.isfinite(p).all():
             raise InputError(f"{name} has non-finite or non-float parameters")
@@ -105,7 +161,20 @@ def check_mlp(net: object, name: str = "net") -> tuple[int, ...]:
 
 
 def from_sequential(nets: nn.Sequential | Iterable[nn.Sequential], name: str = "nets") -> WeightBatch:
-    """Stack one or several MLPs of the same architecture into a :class:`WeightBatch` (float32, detached)."""
+    """Stack one or several MLPs of the same architecture into a :class:`WeightBatch`.
+
+    Parameters
+    ----------
+    nets : nn.Sequential or iterable of nn.Sequential
+        MLPs of Linear and ReLU layers (see :func:`check_mlp`), of one architecture.
+    name : str, default "nets"
+        The argument's name in messages.
+
+    Returns
+    -------
+    WeightBatch
+        float32 copies, detached, fan-in first.
+    """
     if isinstance(nets, nn.Module):
         nets = [nets]
     nets = list(nets)
@@ -114,8 +183,9 @@ def from_sequential(nets: nn.Sequential | Iterable[nn.Sequential], name: str = "
     widths = [check_mlp(n, f"{name}[{i}]" if len(nets) > 1 else name) for i, n in enumerate(nets)]
     for i, w in enumerate(widths):
         if w != widths[0]:
-            raise InputError(f"{name}[{i}] has widths {w}, but {name}[0] has {widths[0]}",
-                             "all networks must share one architecture")
+            raise InputError(
+                f"{name}[{i}] has widths {w}, but {name}[0] has {widths[0]}", "all networks must share one architecture"
+            )
     linears = [[m for m in n if isinstance(m, nn.Linear)] for n in nets]
     M = len(linears[0])
     weights = tuple(torch.stack([ls[k].weight.detach().T.float() for ls in linears]) for k in range(M))
@@ -124,7 +194,17 @@ def from_sequential(nets: nn.Sequential | Iterable[nn.Sequential], name: str = "
 
 
 def to_sequential(wb: WeightBatch, index: int = 0) -> nn.Sequential:
-    """Network ``index`` of a batch as a fresh ``nn.Sequential`` of Linear and ReLU layers."""
+    """Network ``index`` of a batch as a fresh ``nn.Sequential`` of Linear and ReLU layers.
+
+    Parameters
+    ----------
+    wb : WeightBatch
+    index : int, default 0
+
+    Returns
+    -------
+    nn.Sequential
+    """
     layers: list[nn.Module] = []
     widths = wb.widths
     for k in range(len(wb.weights)):
@@ -139,13 +219,18 @@ def to_sequential(wb: WeightBatch, index: int = 0) -> nn.Sequential:
 
 
 def check_same_architecture(a: WeightBatch, b: WeightBatch, names: tuple[str, str] = ("a", "b")) -> None:
+    """Raise :class:`InputError` naming ``names`` when ``a`` and ``b`` have different widths."""
     if a.widths != b.widths:
-        raise InputError(f"{names[0]} has widths {a.widths} but {names[1]} has {b.widths}",
-                         "alignment needs two networks of the same architecture")
+        raise InputError(
+            f"{names[0]} has widths {a.widths} but {names[1]} has {b.widths}",
+            "alignment needs two networks of the same architecture",
+        )
 
 
 # -------------------------------------------------------------------------------------------- permutations
-def check_perms(perms: Sequence[torch.Tensor], hidden: Sequence[int], batch: int, name: str = "perms") -> list[torch.Tensor]:
+def check_perms(
+    perms: Sequence[torch.Tensor], hidden: Sequence[int], batch: int, name: str = "perms"
+) -> list[torch.Tensor]:
     """Validate hard permutations for hidden widths ``hidden``; accepts ``(d,)`` (broadcast) or ``(B, d)``."""
     if isinstance(perms, torch.Tensor) or len(perms) != len(hidden):
         raise InputError(f"{name} must be a list of {len(hidden)} index tensors, one per hidden layer")
@@ -180,7 +265,10 @@ def permute_hard(wb: WeightBatch, perms: Sequence[torch.Tensor]) -> WeightBatch:
 
 
 def permute_soft(wb: WeightBatch, mats: Sequence[torch.Tensor]) -> WeightBatch:
-    """Apply (doubly stochastic) matrices ``mats[l]`` ``(B, d, d)``: ``W_k <- P_k W_k P_{k+1}^T``, ``b_k <- P_{k+1} b_k``."""
+    """Apply (doubly stochastic) matrices ``mats[l]`` ``(B, d, d)``.
+
+    ``W_k <- P_k W_k P_{k+1}^T`` and ``b_k <- P_{k+1} b_k`` (in the fan-in-first layout, as the official code).
+    """
     M = len(wb.weights)
     weights, biases = list(wb.weights), list(wb.biases)
     for l, P in enumerate(mats):
@@ -202,6 +290,7 @@ def random_perms(hidden: Sequence[int], batch: int, generator: torch.Generator) 
 
 
 def invert(perms: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """The inverse index permutations: ``permute_hard(permute_hard(x, p), invert(p)) == x``."""
     return [torch.argsort(p, dim=-1) for p in perms]
 
 
@@ -217,8 +306,10 @@ def lerp(a: WeightBatch, b: WeightBatch, alpha: torch.Tensor | float) -> WeightB
         alpha = torch.tensor(float(alpha))
     aw = alpha.reshape(-1, 1, 1) if alpha.dim() else alpha
     ab = alpha.reshape(-1, 1) if alpha.dim() else alpha
-    return WeightBatch(tuple(aw * x + (1 - aw) * y for x, y in zip(a.weights, b.weights)),
-                       tuple(ab * x + (1 - ab) * y for x, y in zip(a.biases, b.biases)))
+    return WeightBatch(
+        tuple(aw * x + (1 - aw) * y for x, y in zip(a.weights, b.weights)),
+        tuple(ab * x + (1 - ab) * y for x, y in zip(a.biases, b.biases)),
+    )
 
 
 def forward(wb: WeightBatch, x: torch.Tensor) -> torch.Tensor:
@@ -241,8 +332,9 @@ def loss_and_accuracy(wb: WeightBatch, x: torch.Tensor, y: torch.Tensor) -> tupl
     return ce, acc
 
 
-def interpolation_losses(a: WeightBatch, b: WeightBatch, x: torch.Tensor, y: torch.Tensor,
-                         n_alphas: int = 16) -> tuple[torch.Tensor, torch.Tensor]:
+def interpolation_losses(
+    a: WeightBatch, b: WeightBatch, x: torch.Tensor, y: torch.Tensor, n_alphas: int = 16
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Test loss along the linear path ``alpha * a + (1 - alpha) * b`` at ``n_alphas`` points of ``[0, 1]``
     (16 in the official evaluation, ``calc_lmc_loss``). Returns ``(alphas, losses (B, n_alphas))``."""
     alphas = torch.linspace(0.0, 1.0, n_alphas)
@@ -268,11 +360,11 @@ def mlp_permute(net: nn.Sequential, perms: Sequence[torch.Tensor]) -> nn.Sequent
     return to_sequential(permute_hard(wb, ps))
 
 
-def mlp_merge(a: nn.Sequential, b: nn.Sequential, alpha: float = 0.5,
-              perms: Sequence[torch.Tensor] | None = None) -> nn.Sequential:
+def mlp_merge(
+    a: nn.Sequential, b: nn.Sequential, alpha: float = 0.5, perms: Sequence[torch.Tensor] | None = None
+) -> nn.Sequential:
     """``alpha * a + (1 - alpha) * permute(b, perms)`` as a new network (``perms=None``: no alignment)."""
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha):
-        raise InputError(f"alpha must be a finite number, got {alpha!r}")
+    alpha = check_float(alpha, "alpha")
     wa, wb = from_sequential(a, "a"), from_sequential(b, "b")
     check_same_architecture(wa, wb)
     if perms is not None:
@@ -280,6 +372,151 @@ def mlp_merge(a: nn.Sequential, b: nn.Sequential, alpha: float = 0.5,
     return to_sequential(lerp(wa, wb, float(alpha)))
 
 
-__all__ = ["WeightBatch", "check_mlp", "from_sequential", "to_sequential", "check_same_architecture", "check_perms",
-           "permute_hard", "permute_soft", "perm_matrices", "random_perms", "invert", "compose", "lerp", "forward",
-           "loss_and_accuracy", "interpolation_losses", "barrier_and_auc", "mlp_permute", "mlp_merge"]
+# ------------------------------------------------------------------------------------------------ model zoos
+@dataclass
+class Zoo:
+    """A zoo of trained MLPs of one architecture as a :class:`WeightBatch`, with their data and a split of the
+    networks (the training data of Deep-Align).
+
+    Parameters
+    ----------
+    nets : WeightBatch
+        Every network of the zoo.
+    data : icml24.data.Split
+        The data set the networks were trained on; its training part feeds Deep-Align's interpolation loss.
+    splits : dict of str to torch.Tensor
+        ``"train"``, ``"val"``, ``"test"``: network indices.
+    seeds : tuple of int, default ()
+        The initialisation seed of each network.
+    test_loss, test_acc : torch.Tensor, optional
+        Each network's test cross-entropy and accuracy.
+    """
+
+    nets: WeightBatch
+    data: Split
+    splits: dict[str, torch.Tensor]
+    seeds: tuple[int, ...] = ()
+    test_loss: torch.Tensor = field(default_factory=lambda: torch.empty(0))
+    test_acc: torch.Tensor = field(default_factory=lambda: torch.empty(0))
+
+    @property
+    def widths(self) -> tuple[int, ...]:
+        """The architecture ``(d_0, ..., d_M)``."""
+        return self.nets.widths
+
+    def __len__(self) -> int:
+        return self.nets.size
+
+    def split(self, name: str) -> WeightBatch:
+        """The networks of split ``name`` (``"train"``, ``"val"`` or ``"test"``).
+
+        Parameters
+        ----------
+        name : str
+
+        Returns
+        -------
+        WeightBatch
+        """
+        if name not in self.splits:
+            raise InputError(f"split must be one of {sorted(self.splits)}, got {name!r}")
+        return self.nets[self.splits[name]]
+
+    def network(self, index: int) -> nn.Sequential:
+        """Network ``index`` as an ``nn.Sequential`` of Linear and ReLU layers.
+
+        Parameters
+        ----------
+        index : int
+            In ``0 .. len(zoo) - 1``.
+
+        Returns
+        -------
+        torch.nn.Sequential
+        """
+        return to_sequential(self.nets, check_int(index, "index", min_val=0, max_val=len(self) - 1))
+
+    @classmethod
+    def from_networks(
+        cls, nets: Iterable[nn.Sequential], data: Split, *, val: int = 0, test: int = 0, seed: int = 0
+    ) -> "Zoo":
+        """A zoo of your own networks, split at random into ``val`` and ``test`` networks and the rest for training.
+
+        Parameters
+        ----------
+        nets : iterable of torch.nn.Sequential
+            MLPs of one architecture (a mismatch raises :class:`InputError` naming the network).
+        data : icml24.data.Split
+            Their training data.
+        val, test : int, default 0
+        seed : int, default 0
+            Seed of the split.
+
+        Returns
+        -------
+        Zoo
+        """
+        wb = from_sequential(list(nets), "nets")
+        return cls(wb, data, split_networks(wb.size, val, test, seed))
+
+
+def train_zoo(
+    n: int = 80,
+    *,
+    widths: Sequence[int] = (64, 32, 32, 10),
+    val: int = 10,
+    test: int = 10,
+    steps: int = 150,
+    lr: float = 1e-2,
+    batch_size: int | None = None,
+    seed: int = 0,
+    data: Split | None = None,
+) -> Zoo:
+    """Train a zoo of ``n`` MLPs on digits (``icml24.data.zoo.mlp_zoo``), as a :class:`Zoo`.
+
+    Parameters
+    ----------
+    n : int, default 80
+        Number of networks; network ``i`` is initialised from seed ``1000 * seed + i``.
+    widths : sequence of int, default (64, 32, 32, 10)
+    val, test : int, default 10
+        Validation and held-out networks; the rest train Deep-Align.
+    steps : int, default 150
+        Full-batch Adam steps (mini-batches when ``batch_size`` is given).
+    lr : float, default 1e-2
+    batch_size : int or None, default None
+    seed : int, default 0
+    data : icml24.data.Split, optional
+        Replaces digits (e.g. ``icml24.data.fashion_mnist(flatten=True)``).
+
+    Returns
+    -------
+    Zoo
+    """
+    z = mlp_zoo(n, widths=widths, val=val, test=test, steps=steps, lr=lr, batch_size=batch_size, seed=seed, data=data)
+    return Zoo(WeightBatch.from_linear(z.weights, z.biases), z.data, z.splits, z.seeds, z.test_loss, z.test_acc)
+
+
+__all__ = [
+    "WeightBatch",
+    "check_mlp",
+    "from_sequential",
+    "to_sequential",
+    "check_same_architecture",
+    "check_perms",
+    "permute_hard",
+    "permute_soft",
+    "perm_matrices",
+    "random_perms",
+    "invert",
+    "compose",
+    "lerp",
+    "forward",
+    "loss_and_accuracy",
+    "interpolation_losses",
+    "barrier_and_auc",
+    "mlp_permute",
+    "mlp_merge",
+    "Zoo",
+    "train_zoo",
+]

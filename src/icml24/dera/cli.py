@@ -8,24 +8,51 @@ shared tokenizer works (``local_files_only``: nothing is downloaded).
 
 from __future__ import annotations
 
+import argparse
 import logging
 import shutil
 import tempfile
 from pathlib import Path
 
-import torch
-
-from ..data import cache_dir
 from ..errors import InputError
 from ..threads import single_thread
 
 log = logging.getLogger(__name__)
 
 
+def register(subparsers, parents) -> None:
+    """Add ``icml24 dera generate`` to the core command line (no heavy import here).
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+    parents : list of argparse.ArgumentParser
+    """
+    dr = subparsers.add_parser("dera", parents=parents, help="DeRa decoding-time realignment")
+    dr.set_defaults(help_parser=dr)
+    dr_sub = dr.add_subparsers(dest="verb", parser_class=type(dr), metavar="{generate}")
+    g = dr_sub.add_parser("generate", parents=parents, help="decode with DeRa at a chosen lambda")
+    g.add_argument(
+        "--lambda", dest="lam", type=float, required=True, help="0 = reference, 1 = aligned model, > 1 extrapolates"
+    )
+    g.add_argument("--prompt", required=True)
+    g.add_argument("--aligned", default=None, help="local HF folder of the aligned model (default: trained pair)")
+    g.add_argument("--ref", default=None, help="local HF folder of its reference model")
+    g.add_argument("--samples", type=int, default=4, help="number of samples (1 = greedy unless --sample)")
+    g.add_argument("--sample", action="store_true", help="sample even for one output")
+    g.add_argument("--max-new-tokens", type=int, default=64)
+    g.add_argument("--temperature", type=float, default=1.0)
+    g.add_argument("--top-k", type=int, default=0)
+    g.add_argument("--top-p", type=float, default=1.0)
+    g.add_argument("--seed", type=int, default=0)
+    g.set_defaults(func=generate_command)
+
+
 def default_pair(seed: int = 0):
     """(aligned, ref, language) for the enumerable language, trained once and cached."""
     from transformers import AutoModelForCausalLM
 
+    from ..data import cache_dir
     from .baselines import retrain
     from .experiments import BETA, build_world
 
@@ -34,8 +61,11 @@ def default_pair(seed: int = 0):
         from ..data.text import EnumerableLanguage
 
         lang = EnumerableLanguage(symbols="abcd", prompt_len=2, response_len=4, seed=seed)
-        return (AutoModelForCausalLM.from_pretrained(folder / "aligned", local_files_only=True).eval(),
-                AutoModelForCausalLM.from_pretrained(folder / "ref", local_files_only=True).eval(), lang)
+        return (
+            AutoModelForCausalLM.from_pretrained(folder / "aligned", local_files_only=True).eval(),
+            AutoModelForCausalLM.from_pretrained(folder / "ref", local_files_only=True).eval(),
+            lang,
+        )
     print("training the reference and aligned models of the enumerable language (first use only)...")
     with single_thread():
         w = build_world(seed, 300)
@@ -54,7 +84,9 @@ def default_pair(seed: int = 0):
     return aligned, w.ref, w.lang
 
 
-def generate_command(args) -> int:
+def generate_command(args: argparse.Namespace) -> int:
+    """Run ``icml24 dera generate`` from parsed arguments; returns the exit status."""
+    import torch
     from transformers.utils import logging as hf_logging
 
     from .decoding import check_lambda, dera_generate
@@ -68,18 +100,30 @@ def generate_command(args) -> int:
     if args.aligned is None:
         aligned, ref, lang = default_pair(args.seed)
         if len(args.prompt) != lang.prompt_len or any(c not in lang.symbols for c in args.prompt):
-            raise InputError(f"prompt {args.prompt!r} is not in the language",
-                             f"use {lang.prompt_len} of the symbols {lang.symbols!r}, e.g. --prompt ab")
+            raise InputError(
+                f"prompt {args.prompt!r} is not in the language",
+                f"use {lang.prompt_len} of the symbols {lang.symbols!r}, e.g. --prompt ab",
+            )
         ids = torch.tensor([lang.encode(args.prompt)] * args.samples)
-        out = dera_generate(aligned, ref, ids, lam=lam, max_new_tokens=lang.response_len, do_sample=args.samples > 1
-                            or args.sample, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
-                            seed=args.seed, allowed_ids=lang.symbol_ids)
+        out = dera_generate(
+            aligned,
+            ref,
+            ids,
+            lam=lam,
+            max_new_tokens=lang.response_len,
+            do_sample=args.samples > 1 or args.sample,
+            temperature=args.temperature,
+            top_k=args.top_k,
+            top_p=args.top_p,
+            seed=args.seed,
+            allowed_ids=lang.symbol_ids,
+        )
         from ..data.text import SymbolReward
 
         reward = SymbolReward()
         print(f"DeRa lambda={lam:g} (beta/lambda = {1.0 / lam if lam else float('inf'):g}), prompt {args.prompt!r}:")
         for row in out:
-            resp = lang.decode_response(row[lang.response_start:lang.response_start + lang.response_len].tolist())
+            resp = lang.decode_response(row[lang.response_start : lang.response_start + lang.response_len].tolist())
             print(f"  {resp}   reward {reward(args.prompt, resp):g}")
         return 0
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -93,11 +137,21 @@ def generate_command(args) -> int:
     aligned = AutoModelForCausalLM.from_pretrained(paths["aligned"], local_files_only=True).eval()
     ref = AutoModelForCausalLM.from_pretrained(paths["ref"], local_files_only=True).eval()
     enc = tok([args.prompt] * args.samples, return_tensors="pt", padding=True)
-    out = dera_generate(aligned, ref, enc["input_ids"], attention_mask=enc["attention_mask"], lam=lam,
-                        max_new_tokens=args.max_new_tokens, do_sample=args.samples > 1 or args.sample,
-                        temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed,
-                        pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id)
+    out = dera_generate(
+        aligned,
+        ref,
+        enc["input_ids"],
+        attention_mask=enc["attention_mask"],
+        lam=lam,
+        max_new_tokens=args.max_new_tokens,
+        do_sample=args.samples > 1 or args.sample,
+        temperature=args.temperature,
+        top_k=args.top_k,
+        top_p=args.top_p,
+        seed=args.seed,
+        pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
+    )
     for row in out:
-        print(tok.decode(row[enc["input_ids"].size(1):], skip_special_tokens=True))
+        print(tok.decode(row[enc["input_ids"].size(1) :], skip_special_tokens=True))
         print("---")
     return 0

@@ -4,7 +4,8 @@ A tiny GPT-2 is trained (SFT) on a synthetic language; a copy is aligned to a pr
 strength ``beta`` by exact policy gradient; for each ``lambda`` a fresh copy is *retrained* at ``beta /
 lambda`` (the ground truth), and DeRa(``lambda``), weight interpolation and the exact sequence-level
 geometric mixture are compared with it by exact KL divergences, expected rewards and the exact
-reward-KL frontier of the optimal policies.
+reward-KL frontier of the optimal policies. The claims in :mod:`icml24.dera.paper` judge the metrics of
+:func:`run_realignment`, :func:`run_identities` and :func:`run_cost`.
 """
 
 from __future__ import annotations
@@ -18,18 +19,33 @@ import torch
 
 from ..claims import Scale
 from ..data.text import EnumerableLanguage, SymbolReward
-from ..nn.lm import (TrainConfig, kl_divergence, language_batches, optimal_policy, response_logprobs, tiny_gpt2,
-                     train_lm)
+from ..nn.lm import TrainConfig, kl_divergence, language_batches, optimal_policy, response_logprobs, tiny_gpt2, train_lm
+from ..runs import save_figure
 from ..threads import single_thread
+from ..validation import check_int, check_seed
 from .baselines import interpolate_weights, retrain
 from .decoding import DeRa, dera_generate
-
-LAMBDAS = (0.25, 0.5, 2.0, 4.0)
-BETA = 1.0
+from .paper import BETA, LAMBDAS
 
 
 @dataclass
 class World:
+    """The controlled setting: the language, the SFT reference model and the exact tables.
+
+    Parameters
+    ----------
+    lang : icml24.data.text.EnumerableLanguage
+        The language (prompts of 2 symbols, responses of 4).
+    ref : torch.nn.Module
+        The SFT reference model (a tiny GPT-2).
+    ref_lp : torch.Tensor
+        Its exact response log-probabilities, (prompts, responses), float64.
+    reward : torch.Tensor
+        The reward of every (prompt, response), same shape.
+    sft_seconds : float
+        Time spent on SFT.
+    """
+
     lang: EnumerableLanguage
     ref: torch.nn.Module
     ref_lp: torch.Tensor
@@ -38,19 +54,59 @@ class World:
 
 
 def build_world(seed: int, sft_steps: int) -> World:
-    """The language, its reward table and an SFT reference model trained on samples of the language."""
+    """The language, its reward table and an SFT reference model trained on samples of the language.
+
+    Parameters
+    ----------
+    seed : int
+        Seeds the language, the model and its training.
+    sft_steps : int
+        SFT steps (batches of 64).
+
+    Returns
+    -------
+    World
+    """
+    seed = check_seed(seed)
+    sft_steps = check_int(sft_steps, "sft_steps", min_val=1)
     lang = EnumerableLanguage(symbols="abcd", prompt_len=2, response_len=4, seed=seed)
-    ref = tiny_gpt2(lang.vocab_size, n_positions=16, n_embd=64, n_layer=2, n_head=4, tokenizer=lang.tokenizer,
-                    seed=seed)
+    ref = tiny_gpt2(
+        lang.vocab_size, n_positions=16, n_embd=64, n_layer=2, n_head=4, tokenizer=lang.tokenizer, seed=seed
+    )
     t0 = time.perf_counter()
-    train_lm(ref, language_batches(lang, response_only=True),
-             TrainConfig(steps=sft_steps, batch_size=64, lr=3e-3, min_lr=3e-4, log_every=0, seed=seed))
+    train_lm(
+        ref,
+        language_batches(lang, response_only=True),
+        TrainConfig(steps=sft_steps, batch_size=64, lr=3e-3, min_lr=3e-4, log_every=0, seed=seed),
+    )
     sft = time.perf_counter() - t0
     return World(lang, ref, response_logprobs(ref, lang).double(), SymbolReward().table(lang), sft)
 
 
 def frontier(ref_lp: torch.Tensor, reward: torch.Tensor, betas=None) -> tuple[np.ndarray, np.ndarray]:
-    """The exact reward-KL frontier of the optimal policies pi*(beta) (mean over prompts), KL ascending."""
+    """The exact reward-KL frontier of the optimal policies pi*(beta) (mean over prompts), KL ascending.
+
+    Parameters
+    ----------
+    ref_lp : torch.Tensor
+        Reference response log-probabilities, (prompts, responses).
+    reward : torch.Tensor
+        Rewards, same shape.
+    betas : sequence of float, optional
+        KL strengths (default 400 from 0.02 to 200, geometric).
+
+    Returns
+    -------
+    kl : numpy.ndarray
+        Mean KL to the reference of each optimal policy, ascending.
+    reward : numpy.ndarray
+        Its mean expected reward.
+
+    References
+    ----------
+    The optimum of KL-regularised reward maximisation, ``pi*(beta) ∝ pi_ref exp(r / beta)``, as derived in
+    T. Liu et al., Decoding-time Realignment of Language Models, ICML 2024.
+    """
     betas = np.geomspace(0.02, 200.0, 400) if betas is None else betas
     kls, rs = [], []
     for b in betas:
@@ -62,14 +118,40 @@ def frontier(ref_lp: torch.Tensor, reward: torch.Tensor, betas=None) -> tuple[np
 
 
 def frontier_gap(point_kl: float, point_r: float, fk: np.ndarray, fr: np.ndarray) -> float:
-    """How far below the optimal frontier a (KL, reward) point lies, in reward units (>= 0 up to rounding)."""
+    """How far below the optimal frontier a (KL, reward) point lies, in reward units (>= 0 up to rounding).
+
+    Parameters
+    ----------
+    point_kl, point_r : float
+        The point's KL to the reference and expected reward.
+    fk, fr : numpy.ndarray
+        The frontier of :func:`frontier`.
+
+    Returns
+    -------
+    float
+    """
     return float(np.interp(point_kl, fk, fr) - point_r)
 
 
 @functools.lru_cache(maxsize=4)
 def realignment_experiment(scale: Scale, seed: int) -> dict[str, float]:
     """Run the whole controlled experiment once per (scale, seed); both the realignment and the cost claims
-    read it (the retraining times and DeRa's sweep time are measured here, in the same run)."""
+    read it (the retraining times and DeRa's sweep time are measured here, in the same run).
+
+    Parameters
+    ----------
+    scale : Scale
+        Sets the SFT and alignment steps.
+    seed : int
+
+    Returns
+    -------
+    dict of str to float
+        Per lambda (``lam<l>_``): exact KL divergences of DeRa, weight interpolation, the exact geometric
+        mixture and the reference to the retrained model, expected rewards, KL to the reference, gaps below
+        the frontier; plus the retraining and DeRa sweep times.
+    """
     sft_steps = scale.pick(150, 300, 600)
     steps = scale.pick(80, 150, 400)
     pps = scale.pick(4, 4, None)
@@ -127,24 +209,156 @@ def realignment_experiment(scale: Scale, seed: int) -> dict[str, float]:
             dera_generate(aligned, ref, prompt, lam=lam, max_new_tokens=lang.response_len, do_sample=True, seed=i)
         out["dera_sample_seconds"] = time.perf_counter() - t0
         out["reward_range"] = float(fr[-1] - out["reward_ref"])
-    _plot(fk, fr, out)
+    plot_frontier(fk, fr, out)
     return out
 
 
-def _plot(fk, fr, m) -> None:
-    import matplotlib
+def plot_frontier(fk: np.ndarray, fr: np.ndarray, m: dict[str, float]) -> None:
+    """The frontier with the retrained, DeRa and interpolated points, saved as ``dera-frontier.png``.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    Parameters
+    ----------
+    fk, fr : numpy.ndarray
+        The frontier of :func:`frontier`.
+    m : dict of str to float
+        The metrics of :func:`realignment_experiment`.
+    """
+    from matplotlib.figure import Figure
 
-    from ..runs import save_figure
-
-    fig, ax = plt.subplots(figsize=(6, 4.2))
+    fig = Figure(figsize=(6, 4.2))
+    ax = fig.subplots()
     ax.plot(fk, fr, "k-", lw=1, label="optimal frontier pi*(beta')")
     for name, mark in (("retrained", "o"), ("dera", "x"), ("interp", "s")):
-        ax.plot([m[f"lam{l:g}_{name}_kl_ref"] for l in LAMBDAS], [m[f"lam{l:g}_{name}_reward"] for l in LAMBDAS],
-                mark, label=name, mfc="none")
-    ax.set(xscale="symlog", xlabel="KL(policy || reference)", ylabel="expected reward",
-           title="DeRa vs retraining at beta/lambda, lambda in {0.25, 0.5, 2, 4}")
+        ax.plot(
+            [m[f"lam{l:g}_{name}_kl_ref"] for l in LAMBDAS],
+            [m[f"lam{l:g}_{name}_reward"] for l in LAMBDAS],
+            mark,
+            label=name,
+            mfc="none",
+        )
+    ax.set(
+        xscale="symlog",
+        xlabel="KL(policy || reference)",
+        ylabel="expected reward",
+        title="DeRa vs retraining at beta/lambda, lambda in {0.25, 0.5, 2, 4}",
+    )
     ax.legend(fontsize=8)
     save_figure(fig, "dera-frontier")
+
+
+def run_realignment(scale: Scale, seed: int) -> dict[str, float]:
+    """The realignment claim's run: :func:`realignment_experiment` plus the means over lambda.
+
+    Parameters
+    ----------
+    scale : Scale
+    seed : int
+
+    Returns
+    -------
+    dict of str to float
+        The experiment's metrics, ``worst_ratio_dera_over_interp`` (the largest ratio of DeRa's KL to the
+        retrained model over weight interpolation's), ``mean_kl_dera_to_retrained`` and
+        ``mean_kl_interp_to_retrained``.
+    """
+    m = dict(realignment_experiment(scale, seed))
+    m["worst_ratio_dera_over_interp"] = max(
+        m[f"lam{l:g}_kl_dera_to_retrained"] / m[f"lam{l:g}_kl_interp_to_retrained"] for l in LAMBDAS
+    )
+    m["mean_kl_dera_to_retrained"] = sum(m[f"lam{l:g}_kl_dera_to_retrained"] for l in LAMBDAS) / len(LAMBDAS)
+    m["mean_kl_interp_to_retrained"] = sum(m[f"lam{l:g}_kl_interp_to_retrained"] for l in LAMBDAS) / len(LAMBDAS)
+    return m
+
+
+def run_identities(scale: Scale, seed: int) -> dict[str, float]:
+    """The identities claim's run: DeRa at lambda 0 and 1 against the reference and the aligned model.
+
+    Parameters
+    ----------
+    scale : Scale
+        Sets the SFT and alignment steps.
+    seed : int
+
+    Returns
+    -------
+    dict of str to float
+        Largest absolute differences of exact response log-probabilities (DeRa and weight interpolation at
+        lambda 0 and 1 against the reference and the aligned model; aligned against reference), and the
+        fraction of greedy and seeded sampled generations that are identical.
+    """
+    with single_thread():
+        w = build_world(seed, scale.pick(60, 150, 300))
+        aligned, _ = retrain(
+            w.ref, w.lang, w.ref_lp, w.reward, BETA, steps=scale.pick(20, 40, 100), prompts_per_step=4, seed=seed
+        )
+        lang = w.lang
+        al_lp = response_logprobs(aligned, lang)
+        ref_lp = response_logprobs(w.ref, lang)
+        d0, d1 = response_logprobs(DeRa(aligned, w.ref, 0.0), lang), response_logprobs(DeRa(aligned, w.ref, 1.0), lang)
+        i0 = response_logprobs(interpolate_weights(w.ref, aligned, 0.0), lang)
+        i1 = response_logprobs(interpolate_weights(w.ref, aligned, 1.0), lang)
+        prompts = torch.tensor([lang.encode(p) for p in lang.prompts()])
+        same = []
+        for lam, model in ((0.0, w.ref), (1.0, aligned)):
+            for sample in (False, True):
+                kw = {"do_sample": True, "seed": 7} if sample else {}
+                g_dera = dera_generate(aligned, w.ref, prompts, lam=lam, max_new_tokens=lang.response_len, **kw)
+                with torch.random.fork_rng(devices=[]):
+                    if sample:
+                        torch.manual_seed(7)
+                    g_model = model.generate(
+                        input_ids=prompts,
+                        attention_mask=torch.ones_like(prompts),
+                        max_new_tokens=lang.response_len,
+                        do_sample=sample,
+                        **({"top_k": 0, "top_p": 1.0, "temperature": 1.0} if sample else {}),
+                        pad_token_id=lang.pad_id,
+                    )
+                same.append(float(torch.equal(g_dera, g_model)))
+    return {
+        "max_abs_logp_diff_lam0_vs_ref": float((d0 - ref_lp).abs().max()),
+        "max_abs_logp_diff_lam1_vs_aligned": float((d1 - al_lp).abs().max()),
+        "interp_max_abs_logp_diff_lam0": float((i0 - ref_lp).abs().max()),
+        "interp_max_abs_logp_diff_lam1": float((i1 - al_lp).abs().max()),
+        "aligned_vs_ref_max_abs_logp_diff": float((al_lp - ref_lp).abs().max()),
+        "generations_identical": float(sum(same) / len(same)),
+    }
+
+
+def run_cost(scale: Scale, seed: int) -> dict[str, float]:
+    """The cost claim's run: retraining time over DeRa's sweep time, from :func:`realignment_experiment`.
+
+    Parameters
+    ----------
+    scale : Scale
+    seed : int
+
+    Returns
+    -------
+    dict of str to float
+        ``retrain_seconds_total`` (one retraining per lambda), ``dera_sweep_seconds`` (exact evaluation plus
+        64 samples per lambda), their ratio ``retrain_over_dera`` and ``lambdas``.
+    """
+    m = realignment_experiment(scale, seed)
+    sweep = m["dera_sweep_seconds"] + m["dera_sample_seconds"]
+    return {
+        "retrain_seconds_total": m["retrain_seconds_total"],
+        "dera_sweep_seconds": sweep,
+        "retrain_over_dera": m["retrain_seconds_total"] / sweep,
+        "lambdas": float(len(LAMBDAS)),
+    }
+
+
+__all__ = [
+    "BETA",
+    "LAMBDAS",
+    "World",
+    "build_world",
+    "frontier",
+    "frontier_gap",
+    "realignment_experiment",
+    "plot_frontier",
+    "run_realignment",
+    "run_identities",
+    "run_cost",
+]

@@ -4,9 +4,18 @@
 per-query recomputation, eager maintenance, the O(n^2)-memory lazy variant, full recomputation).
 """
 
-from ._common import WorkCounters, attention
 from .baselines import DenseLazyAttention, EagerAttention, FullRecompute, NaiveAttention
+from .maintainer import AttentionMaintainer, WorkCounters, attention
 from .structure import DynamicAttention, rebuild_period
 
-__all__ = ["DynamicAttention", "NaiveAttention", "EagerAttention", "DenseLazyAttention", "FullRecompute", "attention",
-           "WorkCounters", "rebuild_period"]
+__all__ = [
+    "DynamicAttention",
+    "NaiveAttention",
+    "EagerAttention",
+    "DenseLazyAttention",
+    "FullRecompute",
+    "attention",
+    "WorkCounters",
+    "AttentionMaintainer",
+    "rebuild_period",
+]

@@ -4,7 +4,7 @@
 - :class:`FullRecompute`: recompute all of ``B`` after every update, ``O(m n d)``; queries ``O(1)``.
 - :class:`EagerAttention`: keep ``M = A V`` and ``s = A 1`` exact after every update (recompute the changed
   column of ``A`` and apply a rank-1 correction, ``O(m (d + d_v))``); queries ``O(1)``.
-- :class:`DenseLazyAttention`: the spec's variant S with ``O(m n)`` memory: ``A`` is stored, a K update
+- :class:`DenseLazyAttention`: the lazy structure with ``O(m n)`` memory: ``A`` is stored, a K update
   refreshes one column in ``O(m d)``, each pending update is a rank-1 pair, so a query costs ``O(k)``;
   rebuilds every ``k = ceil(n^tau)`` updates fold the pairs with one ``m x k x d_v`` product.
 """
@@ -13,13 +13,25 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import InputError
-from ._common import EXP_HEADROOM, AttentionMaintainer, _attention, check_index, check_tau
+from ..validation import check_int
+from .maintainer import EXP_HEADROOM, AttentionMaintainer, blocked_attention, check_index, check_tau
 from .structure import rebuild_period
 
 
 class NaiveAttention(AttentionMaintainer):
-    """Recompute per query: ``B[i, j] = softmax(Q_i K^T) V[:, j]`` in ``O(n d)``; updates are ``O(1)``."""
+    """Recompute per query: ``B[i, j] = softmax(Q_i K^T) V[:, j]`` in ``O(n d)``; updates are ``O(1)``.
+
+    Parameters
+    ----------
+    Q : (m, d) matrix
+        Fixed queries (tensor, numpy array or nested lists; copied).
+    K : (n, d) matrix
+        Keys, updated entrywise with :meth:`update_k`.
+    V : (n, d_v) matrix
+        Values, updated entrywise with :meth:`update_v`.
+    dtype : torch.float32 or torch.float64, optional
+        Default: the dtype of ``Q`` (integers become float64).
+    """
 
     def update_k(self, i, j, delta) -> None:
         i, j, delta = self._check_k(i, j, delta)
@@ -46,7 +58,19 @@ class NaiveAttention(AttentionMaintainer):
 
 
 class FullRecompute(AttentionMaintainer):
-    """Recompute the whole ``B`` after every update, ``O(m n (d + d_v))``; a query reads one entry."""
+    """Recompute the whole ``B`` after every update, ``O(m n (d + d_v))``; a query reads one entry.
+
+    Parameters
+    ----------
+    Q : (m, d) matrix
+        Fixed queries (tensor, numpy array or nested lists; copied).
+    K : (n, d) matrix
+        Keys, updated entrywise with :meth:`update_k`.
+    V : (n, d_v) matrix
+        Values, updated entrywise with :meth:`update_v`.
+    dtype : torch.float32 or torch.float64, optional
+        Default: the dtype of ``Q`` (integers become float64).
+    """
 
     def __init__(self, Q, K, V, *, dtype: torch.dtype | None = None) -> None:
         super().__init__(Q, K, V, dtype=dtype)
@@ -55,7 +79,7 @@ class FullRecompute(AttentionMaintainer):
         self.counters.init_work = self.m * self.n * (self.d + self.dv + 1)
 
     def _recompute(self) -> None:
-        self.B = _attention(self.Q, self.K, self.V)
+        self.B = blocked_attention(self.Q, self.K, self.V)
         self.counters.rebuilds += 1
         self.counters.rebuild_work += self.m * self.n * (self.d + self.dv + 1)
 
@@ -86,6 +110,17 @@ class EagerAttention(AttentionMaintainer):
     """Exact ``M = exp(Q K^T - shift) V`` and ``s`` after every update, in ``O(m (d + d_v))``; ``O(1)`` query.
 
     Memory ``O((m + n)(d + d_v))``: the changed column of ``A`` is recomputed (old and new), never stored.
+
+    Parameters
+    ----------
+    Q : (m, d) matrix
+        Fixed queries (tensor, numpy array or nested lists; copied).
+    K : (n, d) matrix
+        Keys, updated entrywise with :meth:`update_k`.
+    V : (n, d_v) matrix
+        Values, updated entrywise with :meth:`update_v`.
+    dtype : torch.float32 or torch.float64, optional
+        Default: the dtype of ``Q`` (integers become float64).
     """
 
     def __init__(self, Q, K, V, *, dtype: torch.dtype | None = None) -> None:
@@ -96,10 +131,10 @@ class EagerAttention(AttentionMaintainer):
         self.shift = torch.empty(self.m, dtype=self.dtype)
         b = max(1, min(self.m, (1 << 22) // self.n))
         for lo in range(0, self.m, b):
-            logits = self.Q[lo:lo + b] @ self.K.T
+            logits = self.Q[lo : lo + b] @ self.K.T
             sh = logits.max(dim=1).values
             a = torch.exp(logits - sh[:, None])
-            self.M[lo:lo + b], self.s[lo:lo + b], self.shift[lo:lo + b] = a @ self.V, a.sum(1), sh
+            self.M[lo : lo + b], self.s[lo : lo + b], self.shift[lo : lo + b] = a @ self.V, a.sum(1), sh
         self.counters.init_work += self.m * self.n * (self.d + self.dv + 1)
 
     def _column(self, krow: torch.Tensor) -> torch.Tensor:
@@ -142,21 +177,34 @@ class EagerAttention(AttentionMaintainer):
 
 
 class DenseLazyAttention(AttentionMaintainer):
-    """Variant S of the spec: ``A`` stored explicitly (``O(m n)`` memory), pending updates as rank-1 pairs.
+    """The lazy structure with ``A`` stored explicitly (``O(m n)`` memory) and pending updates as rank-1 pairs.
 
     Each update ``t`` changes ``A V`` by ``u_t w_t^T``: a K update of row ``c`` has ``u = A_new[:, c] -
     A_old[:, c]`` and ``w = V[c]`` (and changes ``s`` by ``u``); a V update ``(r, j, delta)`` has ``u = A[:, r]``
     and ``w = delta e_j``. A query sums ``u_t[i] w_t[j]`` over at most ``k`` pending pairs: ``O(k)`` instead of
     the memory-light structure's ``O(k d)``. It does not contradict the paper's lower bound, which forbids
     improving both exponents at once (its update costs ``O(m d)`` and it needs ``O(m n)`` memory).
+
+    Parameters
+    ----------
+    Q : (m, d) matrix
+        Fixed queries (tensor, numpy array or nested lists; copied).
+    K : (n, d) matrix
+        Keys, updated entrywise with :meth:`update_k`.
+    V : (n, d_v) matrix
+        Values, updated entrywise with :meth:`update_v`.
+    tau : float in (0, 1], default 0.5
+        Rebuild every ``k = ceil(n^tau)`` updates.
+    dtype : torch.float32 or torch.float64, optional
+        Default: the dtype of ``Q`` (integers become float64).
+    k : int, optional
+        Override the rebuild period.
     """
 
-    def __init__(self, Q, K, V, tau: float = 0.5, *, dtype: torch.dtype | None = None,
-                 k: int | None = None) -> None:
+    def __init__(self, Q, K, V, tau: float = 0.5, *, dtype: torch.dtype | None = None, k: int | None = None) -> None:
         super().__init__(Q, K, V, dtype=dtype)
         self.tau = check_tau(tau)
-        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-            raise InputError(f"k must be a positive integer, got {k!r}")
+        k = check_int(k, "k", min_val=1, allow_none=True)
         self.k = rebuild_period(self.n, self.tau) if k is None else k
         logits = self.Q @ self.K.T
         self.shift = logits.max(dim=1).values

@@ -4,7 +4,7 @@ Problem (Definition 1.2 of arXiv 2304.02207): ``Q, K, V`` with ``Q`` fixed, ``A 
 ``D = diag(A 1)``; maintain ``B = D^{-1} A V`` under ``UpdateK(i, j, delta)``, ``UpdateV(i, j, delta)`` and
 answer ``Query(i, j) = B[i, j]`` exactly.
 
-The structure (the paper's lazy-update algorithm; the memory-light form of our spec) keeps, from the last
+The structure (the paper's lazy-update algorithm, in a memory-light form) keeps, from the last
 rebuild, the snapshot products ``M = A0 V0`` (``m x d_v``) and ``s = A0 1`` (``m``) and lists of the updates
 since then:
 
@@ -39,15 +39,27 @@ import math
 import numpy as np
 import torch
 
-from ..errors import InputError
-from ._common import EXP_HEADROOM, AttentionMaintainer, check_index, check_tau
+from ..validation import check_int
+from .maintainer import EXP_HEADROOM, AttentionMaintainer, check_index, check_tau
 
 _BLOCK_ELEMENTS = 1 << 22  # at most this many entries of any m x (something) intermediate at a time
 
 
 def rebuild_period(n: int, tau: float) -> int:
-    """``k = ceil(n^tau)``, the number of updates between rebuilds (at least 1)."""
-    return max(1, math.ceil(n ** tau - 1e-9))
+    """The number of updates between rebuilds, ``k = ceil(n^tau)`` (at least 1).
+
+    Parameters
+    ----------
+    n : int
+        Rows of ``K``.
+    tau : float
+        The trade-off parameter.
+
+    Returns
+    -------
+    int
+    """
+    return max(1, math.ceil(n**tau - 1e-9))
 
 
 class DynamicAttention(AttentionMaintainer):
@@ -90,17 +102,23 @@ class DynamicAttention(AttentionMaintainer):
     Language Models. ICML 2024, arXiv 2304.02207 (Definition 1.2; Theorem 1.3 for the bounds).
     """
 
-    def __init__(self, Q, K, V, tau: float = 0.5, *, dtype: torch.dtype | None = None, k: int | None = None,
-                 refresh_every: int | None = None) -> None:
+    def __init__(
+        self,
+        Q,
+        K,
+        V,
+        tau: float = 0.5,
+        *,
+        dtype: torch.dtype | None = None,
+        k: int | None = None,
+        refresh_every: int | None = None,
+    ) -> None:
         super().__init__(Q, K, V, dtype=dtype)
         self.tau = check_tau(tau)
+        k = check_int(k, "k", min_val=1, allow_none=True)
         if k is None:
             k = rebuild_period(self.n, self.tau)
-        elif isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise InputError(f"k must be a positive integer, got {k!r}")
-        if refresh_every is not None and (isinstance(refresh_every, bool) or not isinstance(refresh_every, int)
-                                          or refresh_every < 1):
-            raise InputError(f"refresh_every must be a positive integer or None, got {refresh_every!r}")
+        refresh_every = check_int(refresh_every, "refresh_every", min_val=1, allow_none=True)
         self.k = k
         self.refresh_every = refresh_every
         self._headroom = EXP_HEADROOM[self.dtype]
@@ -132,12 +150,12 @@ class DynamicAttention(AttentionMaintainer):
         self.shift = torch.empty(self.m, dtype=self.dtype)
         b = self._block(self.n)
         for lo in range(0, self.m, b):
-            logits = self.Q[lo:lo + b] @ self.K.T
+            logits = self.Q[lo : lo + b] @ self.K.T
             sh = logits.max(dim=1).values
             a = torch.exp(logits - sh[:, None])
-            self.M[lo:lo + b] = a @ self.V
-            self.s[lo:lo + b] = a.sum(dim=1)
-            self.shift[lo:lo + b] = sh
+            self.M[lo : lo + b] = a @ self.V
+            self.s[lo : lo + b] = a.sum(dim=1)
+            self.shift[lo : lo + b] = sh
         self._Mn, self._sn, self._shn = self.M.numpy(), self.s.numpy(), self.shift.numpy()
         return self.m * self.n * (self.d + self.dv + 1)
 
@@ -200,7 +218,7 @@ class DynamicAttention(AttentionMaintainer):
         """
         nc, nr = len(self._C), len(self._vslot)
         if nc or nr:
-            KC = torch.from_numpy(self._KC[:2 * nc])
+            KC = torch.from_numpy(self._KC[: 2 * nc])
             Knew, Kold = KC[0::2], KC[1::2]
             VC = torch.from_numpy(self._VC[:nc])
             KR = torch.from_numpy(self._KR[:nr])
@@ -209,22 +227,22 @@ class DynamicAttention(AttentionMaintainer):
                 dV[torch.arange(nr), torch.from_numpy(self._Rcol[:nr])] = torch.from_numpy(self._Rdelta[:nr])
             b = self._block(nc + nr)
             for lo in range(0, self.m, b):
-                q = self.Q[lo:lo + b]
-                sh = self.shift[lo:lo + b]
+                q = self.Q[lo : lo + b]
+                sh = self.shift[lo : lo + b]
                 if nc:
                     ln, lo_ = q @ Knew.T, q @ Kold.T
                     new_sh = torch.maximum(sh, ln.max(dim=1).values - self._headroom)
                     if bool((new_sh > sh).any()):
                         scale = torch.exp(sh - new_sh)
-                        self.M[lo:lo + b] *= scale[:, None]
-                        self.s[lo:lo + b] *= scale
-                        self.shift[lo:lo + b] = new_sh
+                        self.M[lo : lo + b] *= scale[:, None]
+                        self.s[lo : lo + b] *= scale
+                        self.shift[lo : lo + b] = new_sh
                         sh = new_sh
                     da = torch.exp(ln - sh[:, None]) - torch.exp(lo_ - sh[:, None])
-                    self.M[lo:lo + b] += da @ VC
-                    self.s[lo:lo + b] += da.sum(dim=1)
+                    self.M[lo : lo + b] += da @ VC
+                    self.s[lo : lo + b] += da.sum(dim=1)
                 if nr:
-                    self.M[lo:lo + b] += torch.exp(q @ KR.T - sh[:, None]) @ dV
+                    self.M[lo : lo + b] += torch.exp(q @ KR.T - sh[:, None]) @ dV
             self.counters.rebuild_work += self.m * (nc * (2 * self.d + self.dv + 1) + nr * (self.d + self.dv))
         self.counters.rebuilds += 1
         self._clear_pending()
@@ -247,7 +265,7 @@ class DynamicAttention(AttentionMaintainer):
         den = float(self._sn[i])
         nc, nr = len(self._C), len(self._vslot)
         if nc:
-            logits = self._KC[:2 * nc] @ q
+            logits = self._KC[: 2 * nc] @ q
             top = float(logits[0::2].max())
             if top - sh > self._headroom:  # raise the shift for this query only
                 scale = math.exp(sh - top)
@@ -281,7 +299,7 @@ class DynamicAttention(AttentionMaintainer):
         num = self.M[rows].clone()
         den = self.s[rows].clone()
         if nc:
-            KC = torch.from_numpy(self._KC[:2 * nc])
+            KC = torch.from_numpy(self._KC[: 2 * nc])
             ln, lo_ = q @ KC[0::2].T, q @ KC[1::2].T
             new_sh = torch.maximum(sh, ln.max(dim=1).values - self._headroom)
             scale = torch.exp(sh - new_sh)

@@ -23,13 +23,51 @@ Rules: ``"fa"`` (fixed random B), ``"backprop"`` (the reference), ``"dfa"``, ``"
 """
 
 from .baselines import BACKPROP, DFA, FRSF, USF
-from .diagnostics import (AlignmentRecorder, UpdateAlignment, alignment_angles, conserved_quantity, incoming_norms,
-                          layer_conserved_quantity, potential, update_alignment)
-from .network import (RULES, FeedbackLinearFunction, FeedbackNetwork, accuracy, align_init_, get_rule, loss_fn,
-                      make_mlp, train)
+from .diagnostics import (
+    AlignmentRecorder,
+    UpdateAlignment,
+    alignment_angles,
+    conserved_quantity,
+    incoming_norms,
+    layer_conserved_quantity,
+    potential,
+    update_alignment,
+)
+from .network import (
+    RULES,
+    FeedbackLinearFunction,
+    FeedbackNetwork,
+    accuracy,
+    align_init_,
+    get_rule,
+    loss_fn,
+    make_mlp,
+    train,
+)
 from .rules import FA, Rule
 
-__all__ = ["FeedbackNetwork", "FeedbackLinearFunction", "Rule", "RULES", "FA", "BACKPROP", "DFA", "USF", "FRSF",
-           "get_rule", "make_mlp", "align_init_", "train", "accuracy", "loss_fn", "conserved_quantity",
-           "layer_conserved_quantity", "incoming_norms", "potential", "alignment_angles", "update_alignment",
-           "UpdateAlignment", "AlignmentRecorder"]
+__all__ = [
+    "FeedbackNetwork",
+    "FeedbackLinearFunction",
+    "Rule",
+    "RULES",
+    "FA",
+    "BACKPROP",
+    "DFA",
+    "USF",
+    "FRSF",
+    "get_rule",
+    "make_mlp",
+    "align_init_",
+    "train",
+    "accuracy",
+    "loss_fn",
+    "conserved_quantity",
+    "layer_conserved_quantity",
+    "incoming_norms",
+    "potential",
+    "alignment_angles",
+    "update_alignment",
+    "UpdateAlignment",
+    "AlignmentRecorder",
+]

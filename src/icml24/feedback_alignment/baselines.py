@@ -15,7 +15,7 @@ transposed forward weights in the backward pass (see :mod:`.rules` for the notat
   stores ``|M|``).
 
 The batch-random-magnitude variant brSF (``M`` redrawn every step) is left out: it has no potential, so
-the conservation law does not apply, and the issue does not ask for it.
+the conservation law does not apply.
 """
 
 from __future__ import annotations
@@ -62,27 +62,43 @@ def _frsf_potential(w: Tensor, m: Optional[Tensor], scale: float) -> Tensor:
 
 
 BACKPROP = Rule(
-    name="backprop", title="backpropagation (exact gradient, the reference)",
-    direct=False, draws=False, exact=True,
-    feedback=_bp_feedback, potential=_bp_potential,
+    name="backprop",
+    title="backpropagation (exact gradient, the reference)",
+    direct=False,
+    draws=False,
+    exact=True,
+    feedback=_bp_feedback,
+    potential=_bp_potential,
 )
 
 DFA = Rule(
-    name="dfa", title="direct feedback alignment (Nokland 2016)",
-    direct=True, draws=True, exact=False,
-    feedback=_dfa_feedback, potential=None,  # a layer-local law only at the last layer (same as FA there)
+    name="dfa",
+    title="direct feedback alignment (Nokland 2016)",
+    direct=True,
+    draws=True,
+    exact=False,
+    feedback=_dfa_feedback,
+    potential=None,  # a layer-local law only at the last layer (same as FA there)
 )
 
 USF = Rule(
-    name="usf", title="uniform sign-concordant feedback, uSF (Liao et al. 2016)",
-    direct=False, draws=False, exact=False,
-    feedback=_usf_feedback, potential=_usf_potential,
+    name="usf",
+    title="uniform sign-concordant feedback, uSF (Liao et al. 2016)",
+    direct=False,
+    draws=False,
+    exact=False,
+    feedback=_usf_feedback,
+    potential=_usf_potential,
 )
 
 FRSF = Rule(
-    name="frsf", title="sign-concordant feedback with fixed random magnitudes, frSF (Liao et al. 2016)",
-    direct=False, draws=True, exact=False,
-    feedback=_frsf_feedback, potential=_frsf_potential,
+    name="frsf",
+    title="sign-concordant feedback with fixed random magnitudes, frSF (Liao et al. 2016)",
+    direct=False,
+    draws=True,
+    exact=False,
+    feedback=_frsf_feedback,
+    potential=_frsf_potential,
 )
 
 __all__ = ["BACKPROP", "DFA", "USF", "FRSF"]

@@ -35,6 +35,7 @@ from typing import Any, Optional
 import torch
 
 from ..errors import InputError
+from ..validation import check_bool, check_int
 from .network import FeedbackNetwork, loss_fn
 from .rules import FA
 
@@ -43,8 +44,10 @@ Tensor = torch.Tensor
 
 def _check_net(net: object) -> FeedbackNetwork:
     if not isinstance(net, FeedbackNetwork):
-        raise InputError(f"net must be a FeedbackNetwork, got {type(net).__name__}",
-                         "wrap your nn.Sequential: FeedbackNetwork(model, rule='fa')")
+        raise InputError(
+            f"net must be a FeedbackNetwork, got {type(net).__name__}",
+            "wrap your nn.Sequential: FeedbackNetwork(model, rule='fa')",
+        )
     return net
 
 
@@ -54,6 +57,16 @@ def potential(net: FeedbackNetwork, j: int) -> Tensor:
 
     FA: ``<B_j[k,:], W_j[:,k]>``; backprop ``1/2 ||W_j[:,k]||^2``; uSF/frSF the sign-weighted L1 norms. NaN
     where the rule has no layer-local law (DFA below its last layer).
+
+    Parameters
+    ----------
+    net : FeedbackNetwork
+    j : int
+        Index of the Linear layer (negative indices count from the end).
+
+    Returns
+    -------
+    torch.Tensor of shape (in_j,)
     """
     net = _check_net(net)
     lin = net.linears[j]
@@ -69,7 +82,17 @@ def potential(net: FeedbackNetwork, j: int) -> Tensor:
 
 @torch.no_grad()
 def incoming_norms(net: FeedbackNetwork) -> list[Tensor]:
-    """``1/2 ||W_l[k,:]||^2 + 1/2 b_l[k]^2`` for every neuron ``k`` of every hidden layer ``l = 1..L-1``."""
+    """``1/2 ||W_l[k,:]||^2 + 1/2 b_l[k]^2`` for every neuron ``k`` of every hidden layer ``l = 1..L-1``.
+
+    Parameters
+    ----------
+    net : FeedbackNetwork
+
+    Returns
+    -------
+    list of torch.Tensor
+        One ``(n_l,)`` tensor per hidden layer.
+    """
     net = _check_net(net)
     out = []
     for lin in net.linears[:-1]:
@@ -88,13 +111,36 @@ def conserved_quantity(net: FeedbackNetwork) -> list[Tensor]:
     ``C_{l,k} = 1/2 ||W_l[k,:]||^2 + 1/2 b_l[k]^2 - Phi_{l+1,k}``: for FA ``Phi = <B_{l+1}[k,:],
     W_{l+1}[:,k]>`` (the paper's law), for backprop ``1/2 ||W_{l+1}[:,k]||^2`` (balancedness). Constant under
     gradient flow when the activations are positively homogeneous; NaN for DFA below its last hidden layer.
+
+    Parameters
+    ----------
+    net : FeedbackNetwork
+
+    Returns
+    -------
+    list of torch.Tensor
+        One ``(n_l,)`` tensor per hidden layer.
+
+    References
+    ----------
+    Robertson, Koyejo, "Implicit regularization in feedback alignment learning mechanisms for neural networks",
+    ICML 2024, the conservation law (Fig. 1); Du, Hu, Lee, NeurIPS 2018, for backprop's balancedness.
     """
     net = _check_net(net)
     return [inc - potential(net, l + 1) for l, inc in enumerate(incoming_norms(net))]
 
 
 def layer_conserved_quantity(net: FeedbackNetwork) -> Tensor:
-    """``C_l = sum_k C_{l,k} = 1/2 ||W_l||^2 + 1/2 ||b_l||^2 - tr(B_{l+1} W_{l+1})`` per hidden layer, ``(L-1,)``."""
+    """``C_l = sum_k C_{l,k} = 1/2 ||W_l||^2 + 1/2 ||b_l||^2 - tr(B_{l+1} W_{l+1})`` per hidden layer.
+
+    Parameters
+    ----------
+    net : FeedbackNetwork
+
+    Returns
+    -------
+    torch.Tensor of shape (L - 1,)
+    """
     cs = conserved_quantity(net)
     if not cs:
         return torch.zeros(0)
@@ -108,6 +154,15 @@ def alignment_angles(net: FeedbackNetwork) -> list[float]:
     Entry ``l`` (0-based) belongs to hidden layer ``l``: the feedback it receives. About 0 for independent
     random matrices (std ``1/sqrt(numel)``), 1 for backprop. NaN for DFA below its last layer (its ``B`` does
     not have the shape of ``W^T``).
+
+    Parameters
+    ----------
+    net : FeedbackNetwork
+
+    Returns
+    -------
+    list of float
+        Cosines (not angles), one per hidden layer.
     """
     net = _check_net(net)
     out = []
@@ -124,11 +179,20 @@ def alignment_angles(net: FeedbackNetwork) -> list[float]:
 
 @dataclass(frozen=True)
 class UpdateAlignment:
-    """The rule's update ``u`` against the gradient ``g`` on one batch.
+    """The rule's update ``u`` against the gradient ``g`` on one batch (the result of :func:`update_alignment`).
 
-    ``cosine[j]`` is ``cos angle(u_j, g_j)`` for Linear layer ``j`` (weight and bias together; the output layer
-    is always 1), ``inner[j] = <g_j, u_j>``, ``grad_sq[j] = ||g_j||^2``; ``rho = <g, u> / ||g||^2`` over all
-    layers (the dominance ratio: ``> 0`` means the update descends; 1 for backprop) and ``loss`` the loss.
+    Attributes
+    ----------
+    cosine : list of float
+        ``cos angle(u_j, g_j)`` for Linear layer ``j`` (weight and bias together; the output layer is always 1).
+    inner : list of float
+        ``<g_j, u_j>``.
+    grad_sq : list of float
+        ``||g_j||^2``.
+    rho : float
+        ``<g, u> / ||g||^2`` over all layers: the dominance ratio (``> 0``: the update descends; 1 for backprop).
+    loss : float
+        The loss on the batch.
     """
 
     cosine: list[float]
@@ -143,6 +207,18 @@ def update_alignment(net: FeedbackNetwork, x: Tensor, y: Tensor, loss: str = "cr
 
     Runs two backward passes on the same weights: ordinary autograd through ``net.model`` (``g``) and the
     rule's (``u``). Leaves the parameters' ``.grad`` untouched.
+
+    Parameters
+    ----------
+    net : FeedbackNetwork
+    x : torch.Tensor of shape (n, ...)
+    y : torch.Tensor of shape (n,)
+        Integer class labels.
+    loss : {"cross_entropy", "mse"}, default "cross_entropy"
+
+    Returns
+    -------
+    UpdateAlignment
     """
     net = _check_net(net)
     if not isinstance(x, Tensor) or not isinstance(y, Tensor) or y.dim() != 1 or x.shape[0] != y.shape[0]:
@@ -158,8 +234,8 @@ def update_alignment(net: FeedbackNetwork, x: Tensor, y: Tensor, loss: str = "cr
     cos, inner, gsq = [], [], []
     i = 0
     for grp in groups:
-        gg = torch.cat([t.reshape(-1) for t in g[i:i + len(grp)]]) if grp else torch.zeros(1)
-        uu = torch.cat([t.reshape(-1) for t in u[i:i + len(grp)]]) if grp else torch.zeros(1)
+        gg = torch.cat([t.reshape(-1) for t in g[i : i + len(grp)]]) if grp else torch.zeros(1)
+        uu = torch.cat([t.reshape(-1) for t in u[i : i + len(grp)]]) if grp else torch.zeros(1)
         i += len(grp)
         ip, gn, un = float(gg @ uu), float(gg @ gg), float(uu @ uu)
         inner.append(ip)
@@ -178,6 +254,19 @@ class AlignmentRecorder:
     1/2 ||b_l||^2``) and ``potential`` (``tr(B_{l+1} W_{l+1})`` for FA), the ``alignment`` angles, and, with
     ``update=True``, the per-layer update-gradient ``update_cosine``, the dominance ratio ``rho`` and the
     ``loss`` on ``(x, y)``. Pass it as ``train(..., callback=recorder)`` or call it from your own loop.
+
+    Parameters
+    ----------
+    net : FeedbackNetwork
+    x, y : torch.Tensor, optional
+        The batch the update is compared with the gradient on (required with ``update=True``).
+    loss : {"cross_entropy", "mse"}, default "cross_entropy"
+    every : int, default 1
+        Record at the steps divisible by it.
+    update : bool, default True
+        Also record the update alignment (two extra backward passes per record).
+    history : list of dict, optional
+        The records (starts empty).
     """
 
     net: FeedbackNetwork
@@ -190,8 +279,8 @@ class AlignmentRecorder:
 
     def __post_init__(self) -> None:
         _check_net(self.net)
-        if isinstance(self.every, bool) or not isinstance(self.every, int) or self.every < 1:
-            raise InputError(f"every must be a positive integer, got {self.every!r}")
+        self.every = check_int(self.every, "every", min_val=1)
+        self.update = check_bool(self.update, "update")
         if self.update and (self.x is None or self.y is None):
             raise InputError("update=True needs the batch x and y to compare the update with the gradient")
         loss_fn(self.loss)  # validates the name
@@ -214,11 +303,29 @@ class AlignmentRecorder:
         self.history.append(rec)
 
     def series(self, key: str) -> list[Any]:
-        """``[record[key] for record in history]``."""
+        """``[record[key] for record in history]``.
+
+        Parameters
+        ----------
+        key : str
+            A recorded name (``"conserved"``, ``"alignment"``, ``"rho"``, ...).
+
+        Returns
+        -------
+        list
+        """
         if self.history and key not in self.history[0]:
             raise InputError(f"no recorded series {key!r}", f"recorded: {', '.join(self.history[0])}")
         return [r[key] for r in self.history]
 
 
-__all__ = ["potential", "incoming_norms", "conserved_quantity", "layer_conserved_quantity", "alignment_angles",
-           "UpdateAlignment", "update_alignment", "AlignmentRecorder"]
+__all__ = [
+    "potential",
+    "incoming_norms",
+    "conserved_quantity",
+    "layer_conserved_quantity",
+    "alignment_angles",
+    "UpdateAlignment",
+    "update_alignment",
+    "AlignmentRecorder",
+]

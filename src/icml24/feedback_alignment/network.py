@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..errors import InputError
+from ..validation import check_bool, check_float, check_int, check_seed
 from .baselines import BACKPROP, DFA, FRSF, USF
 from .rules import FA, Rule
 
@@ -37,7 +38,22 @@ ELEMENTWISE = (nn.Tanh, nn.Sigmoid, nn.GELU, nn.SiLU, nn.ELU, nn.Softplus, nn.Ha
 
 
 def get_rule(rule: "str | Rule") -> Rule:
-    """The :class:`Rule` called ``rule`` (one of :data:`RULES`); raises :class:`InputError` otherwise."""
+    """The :class:`Rule` called ``rule``.
+
+    Parameters
+    ----------
+    rule : str or Rule
+        One of :data:`RULES` (case and surrounding spaces ignored), or a :class:`Rule`.
+
+    Returns
+    -------
+    Rule
+
+    Raises
+    ------
+    InputError
+        For any other name.
+    """
     if isinstance(rule, Rule):
         return rule
     if isinstance(rule, str) and rule.strip().lower() in RULES:
@@ -64,8 +80,15 @@ class FeedbackLinearFunction(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x: Tensor, weight: Tensor, bias: Optional[Tensor], feedback: Tensor,
-                store: Optional[_OutputError], is_output: bool) -> Tensor:
+    def forward(
+        ctx,
+        x: Tensor,
+        weight: Tensor,
+        bias: Optional[Tensor],
+        feedback: Tensor,
+        store: Optional[_OutputError],
+        is_output: bool,
+    ) -> Tensor:
         ctx.save_for_backward(x, feedback)
         ctx.has_bias = bias is not None
         ctx.store = store
@@ -105,11 +128,14 @@ def _flatten(model: nn.Module) -> list[nn.Module]:
 
 def _check_stack(model: object, homogeneous: bool) -> list[nn.Module]:
     if isinstance(model, (list, tuple)):
-        raise InputError("model must be a torch.nn.Sequential, got a " + type(model).__name__,
-                         "wrap the layers: nn.Sequential(*layers)")
+        raise InputError(
+            "model must be a torch.nn.Sequential, got a " + type(model).__name__,
+            "wrap the layers: nn.Sequential(*layers)",
+        )
     if not isinstance(model, nn.Sequential):
-        raise InputError(f"model must be a torch.nn.Sequential of Linear layers and activations, "
-                         f"got {type(model).__name__}")
+        raise InputError(
+            f"model must be a torch.nn.Sequential of Linear layers and activations, got {type(model).__name__}"
+        )
     mods = _flatten(model)
     allowed = HOMOGENEOUS + (() if homogeneous else ELEMENTWISE)
     seen_linear = False
@@ -121,27 +147,34 @@ def _check_stack(model: object, homogeneous: bool) -> list[nn.Module]:
         elif isinstance(m, allowed):
             continue
         elif isinstance(m, ELEMENTWISE):
-            raise InputError(f"model layer {i} ({type(m).__name__}) is not positively homogeneous",
-                             "the conservation law needs ReLU, LeakyReLU or Identity; pass homogeneous=False "
-                             "to train anyway")
+            raise InputError(
+                f"model layer {i} ({type(m).__name__}) is not positively homogeneous",
+                "the conservation law needs ReLU, LeakyReLU or Identity; pass homogeneous=False to train anyway",
+            )
         else:
-            raise InputError(f"model layer {i} ({type(m).__name__}) is not supported",
-                             "use nn.Linear layers with ReLU, LeakyReLU or Identity between them "
-                             "(nn.Flatten only before the first Linear)")
+            raise InputError(
+                f"model layer {i} ({type(m).__name__}) is not supported",
+                "use nn.Linear layers with ReLU, LeakyReLU or Identity between them "
+                "(nn.Flatten only before the first Linear)",
+            )
     linears = [m for m in mods if isinstance(m, nn.Linear)]
     if not linears:
         raise InputError("model has no nn.Linear layer")
     if not isinstance(mods[-1], nn.Linear):
-        raise InputError(f"model must end with an nn.Linear layer, not {type(mods[-1]).__name__}",
-                         "leave the softmax to the loss (F.cross_entropy)")
+        raise InputError(
+            f"model must end with an nn.Linear layer, not {type(mods[-1]).__name__}",
+            "leave the softmax to the loss (F.cross_entropy)",
+        )
     if len({id(m) for m in linears}) != len(linears):
         raise InputError("model uses the same nn.Linear layer twice", "feedback is defined per layer")
     for j, lin in enumerate(linears):
         if not lin.weight.is_floating_point():
             raise InputError(f"model Linear layer {j} has a non-floating weight ({lin.weight.dtype})")
         if j and lin.in_features != linears[j - 1].out_features:
-            raise InputError(f"model Linear layer {j} takes {lin.in_features} features but layer {j - 1} gives "
-                             f"{linears[j - 1].out_features}")
+            raise InputError(
+                f"model Linear layer {j} takes {lin.in_features} features but layer {j - 1} gives "
+                f"{linears[j - 1].out_features}"
+            )
     return mods
 
 
@@ -165,7 +198,7 @@ class FeedbackNetwork(nn.Module):
         feedback follows the weights.
     feedback_std : float, optional
         Standard deviation of the random feedback entries (and the scale ``s`` of uSF). Default
-        ``1/sqrt(in_j)`` per layer, the std of the spec's Gaussian weight init [inferred: the paper's PDF
+        ``1/sqrt(in_j)`` per layer, the std of :func:`make_mlp`'s Gaussian weight init [inferred: the paper's PDF
         may differ].
     homogeneous : bool
         True (default) refuses activations that are not positively homogeneous (the conservation law does
@@ -178,18 +211,23 @@ class FeedbackNetwork(nn.Module):
     feedback only shapes the error sent to the *input*, which is computed only if ``x.requires_grad``.
     """
 
-    def __init__(self, model: nn.Sequential, rule: "str | Rule" = "fa", *, seed: int = 0,
-                 feedback: Optional[Sequence[Tensor]] = None, feedback_std: Optional[float] = None,
-                 homogeneous: bool = True) -> None:
+    def __init__(
+        self,
+        model: nn.Sequential,
+        rule: "str | Rule" = "fa",
+        *,
+        seed: int = 0,
+        feedback: Optional[Sequence[Tensor]] = None,
+        feedback_std: Optional[float] = None,
+        homogeneous: bool = True,
+    ) -> None:
         super().__init__()
-        if not isinstance(homogeneous, bool):
-            raise InputError(f"homogeneous must be True or False, got {homogeneous!r}")
+        homogeneous = check_bool(homogeneous, "homogeneous")
         self.rule = get_rule(rule)
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise InputError(f"seed must be a non-negative integer, got {seed!r}")
-        if feedback_std is not None and (isinstance(feedback_std, bool) or not isinstance(feedback_std, (int, float))
-                                         or not math.isfinite(feedback_std) or feedback_std <= 0):
-            raise InputError(f"feedback_std must be a positive finite number, got {feedback_std!r}")
+        seed = check_seed(seed)
+        feedback_std = check_float(
+            feedback_std, "feedback_std", min_val=0.0, include_boundaries="right", allow_none=True
+        )
         mods = _check_stack(model, homogeneous)
         self.model = model
         self.seed = seed
@@ -197,12 +235,15 @@ class FeedbackNetwork(nn.Module):
         self._plan = mods
         self._linears = [m for m in mods if isinstance(m, nn.Linear)]
         n_out = self._linears[-1].out_features
-        self.scales: list[float] = [float(feedback_std) if feedback_std is not None else 1.0 / math.sqrt(l.in_features)
-                                    for l in self._linears]
+        self.scales: list[float] = [
+            float(feedback_std) if feedback_std is not None else 1.0 / math.sqrt(l.in_features) for l in self._linears
+        ]
         shapes = [(l.in_features, n_out if self.rule.direct else l.out_features) for l in self._linears]
         if feedback is not None and not self.rule.draws:
-            raise InputError(f"feedback: rule {self.rule.name!r} has no fixed feedback matrices",
-                             "its feedback follows the weights; use rule='fa', 'dfa' or 'frsf'")
+            raise InputError(
+                f"feedback: rule {self.rule.name!r} has no fixed feedback matrices",
+                "its feedback follows the weights; use rule='fa', 'dfa' or 'frsf'",
+            )
         if self.rule.draws:
             mats = self._check_feedback(feedback, shapes) if feedback is not None else self._draw(shapes)
             if self.rule is FRSF:  # only the magnitudes matter: store |M| once
@@ -223,9 +264,12 @@ class FeedbackNetwork(nn.Module):
             if not isinstance(b, Tensor):
                 raise InputError(f"feedback[{j}] must be a tensor, got {type(b).__name__}")
             if tuple(b.shape) != shape:
-                raise InputError(f"feedback[{j}] has shape {tuple(b.shape)}, expected {shape}",
-                                 "DFA: (in_features, output width)" if self.rule.direct
-                                 else "the shape of W^T: (in_features, out_features)")
+                raise InputError(
+                    f"feedback[{j}] has shape {tuple(b.shape)}, expected {shape}",
+                    "DFA: (in_features, output width)"
+                    if self.rule.direct
+                    else "the shape of W^T: (in_features, out_features)",
+                )
             if not b.is_floating_point() or not bool(torch.isfinite(b).all()):
                 raise InputError(f"feedback[{j}] must be a finite floating-point tensor")
             out.append(b.detach().to(dtype=w.dtype, device=w.device).clone())
@@ -254,8 +298,8 @@ class FeedbackNetwork(nn.Module):
 
     def feedback_matrix(self, j: int) -> Tensor:
         """A copy of the matrix ``B_j`` layer ``j``'s backward pass uses now; ``W_j^T`` for backprop."""
-        if isinstance(j, bool) or not isinstance(j, int) or not -len(self._linears) <= j < len(self._linears):
-            raise InputError(f"layer index must be an integer in 0..{len(self._linears) - 1}, got {j!r}")
+        n = len(self._linears)
+        j = check_int(j, "layer index", min_val=-n, max_val=n - 1)
         return self._feedback(j % len(self._linears)).clone()
 
     def _feedback(self, j: int) -> Tensor:
@@ -296,28 +340,56 @@ class FeedbackNetwork(nn.Module):
 
 # ------------------------------------------------------------------------------------------ helpers
 _ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {
-    "relu": nn.ReLU, "leaky_relu": lambda: nn.LeakyReLU(0.1), "identity": nn.Identity, "linear": nn.Identity,
+    "relu": nn.ReLU,
+    "leaky_relu": lambda: nn.LeakyReLU(0.1),
+    "identity": nn.Identity,
+    "linear": nn.Identity,
     "tanh": nn.Tanh,
 }
 
 
-def make_mlp(sizes: Sequence[int], activation: str = "relu", *, init_scale: float = 1.0, bias: bool = True,
-             seed: int = 0, dtype: torch.dtype = torch.float32) -> nn.Sequential:
-    """An MLP ``sizes[0] -> ... -> sizes[-1]`` with the spec's init: ``W ~ N(0, init_scale^2 / fan_in)``, ``b = 0``.
+def make_mlp(
+    sizes: Sequence[int],
+    activation: str = "relu",
+    *,
+    init_scale: float = 1.0,
+    bias: bool = True,
+    seed: int = 0,
+    dtype: torch.dtype = torch.float32,
+) -> nn.Sequential:
+    """An MLP ``sizes[0] -> ... -> sizes[-1]`` with Gaussian init ``W ~ N(0, init_scale^2 / fan_in)``, ``b = 0``.
 
-    ``init_scale=0.1`` is the spec's small-initialisation arm. ``activation``: relu, leaky_relu (slope 0.1),
-    identity, or tanh (not homogeneous: wrap with ``homogeneous=False``). Seeded by a private generator.
+    Parameters
+    ----------
+    sizes : sequence of int
+        Layer widths, at least two.
+    activation : {"relu", "leaky_relu", "identity", "linear", "tanh"}, default "relu"
+        Between Linear layers; leaky_relu has slope 0.1; tanh is not homogeneous (wrap the MLP with
+        ``FeedbackNetwork(..., homogeneous=False)``).
+    init_scale : float, default 1.0
+        ``0.1`` is the small-initialisation arm of the claims.
+    bias : bool, default True
+    seed : int, default 0
+        Seeds a private generator.
+    dtype : torch.dtype, default torch.float32
+        ``torch.float32`` or ``torch.float64``.
+
+    Returns
+    -------
+    torch.nn.Sequential
     """
-    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Sequence) or len(sizes) < 2 or any(
-            isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sizes):
+    if (
+        isinstance(sizes, (str, bytes))
+        or not isinstance(sizes, Sequence)
+        or len(sizes) < 2
+        or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sizes)
+    ):
         raise InputError(f"sizes must be at least two positive integers, got {sizes!r}")
     if activation not in _ACTIVATIONS:
         raise InputError(f"activation must be one of {', '.join(_ACTIVATIONS)}, got {activation!r}")
-    if isinstance(init_scale, bool) or not isinstance(init_scale, (int, float)) or not math.isfinite(init_scale) \
-            or init_scale <= 0:
-        raise InputError(f"init_scale must be a positive finite number, got {init_scale!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InputError(f"seed must be a non-negative integer, got {seed!r}")
+    init_scale = check_float(init_scale, "init_scale", min_val=0.0, include_boundaries="right")
+    seed = check_seed(seed)
+    bias = check_bool(bias, "bias")
     if dtype not in (torch.float32, torch.float64):
         raise InputError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
     gen = torch.Generator(device="cpu").manual_seed(seed)
@@ -339,16 +411,28 @@ def align_init_(net: FeedbackNetwork, strength: float) -> FeedbackNetwork:
     """Start closer to alignment: ``W_j <- (1 - lam) W_j + lam c B_j^T``, rescaled to keep ``||W_j||``.
 
     Applied to every layer whose feedback reaches a hidden layer (``j >= 2``), with ``c = ||W_j|| / ||B_j||``.
-    The spec's "better-aligned initialisation" arm ([inferred]: the paper's exact scheme is in its PDF; we
-    keep the norm so that only the direction changes). FA only (DFA: its last layer only). In place.
+    The "better-aligned initialisation" arm of the multi-class claim ([inferred]: the paper's exact scheme is
+    in its PDF; we keep the norm so that only the direction changes). FA only (DFA: its last layer only).
+
+    Parameters
+    ----------
+    net : FeedbackNetwork
+        Changed in place.
+    strength : float
+        ``lam`` in ``[0, 1]``.
+
+    Returns
+    -------
+    FeedbackNetwork
+        ``net``.
     """
     if not isinstance(net, FeedbackNetwork):
         raise InputError(f"net must be a FeedbackNetwork, got {type(net).__name__}")
-    if isinstance(strength, bool) or not isinstance(strength, (int, float)) or not 0.0 <= strength <= 1.0:
-        raise InputError(f"strength must be a number in [0, 1], got {strength!r}")
+    strength = check_float(strength, "strength", min_val=0.0, max_val=1.0)
     if net.rule.name not in ("fa", "dfa"):
-        raise InputError(f"align_init_ needs fixed feedback of the shape of W^T; rule {net.rule.name!r} has none",
-                         "use rule='fa'")
+        raise InputError(
+            f"align_init_ needs fixed feedback of the shape of W^T; rule {net.rule.name!r} has none", "use rule='fa'"
+        )
     layers = range(1, len(net.linears)) if net.rule.name == "fa" else [len(net.linears) - 1]
     for j in layers:
         w = net.linears[j].weight
@@ -363,30 +447,81 @@ LOSSES = ("cross_entropy", "mse")
 
 
 def loss_fn(name: str) -> Callable[[Tensor, Tensor], Tensor]:
-    """``cross_entropy`` (mean over the batch) or ``mse`` (``1/2 ||z - onehot(y)||^2``, mean over the batch)."""
+    """The loss called ``name``: ``cross_entropy`` or ``mse`` (``1/2 ||z - onehot(y)||^2``), means over the batch.
+
+    Parameters
+    ----------
+    name : {"cross_entropy", "mse"}
+
+    Returns
+    -------
+    callable
+        ``loss(logits, labels) -> scalar tensor``.
+    """
     if name == "cross_entropy":
         return F.cross_entropy
     if name == "mse":
+
         def mse(z: Tensor, y: Tensor) -> Tensor:
             target = F.one_hot(y, z.shape[-1]).to(z.dtype)
             return 0.5 * ((z - target) ** 2).sum(dim=-1).mean()
+
         return mse
     raise InputError(f"loss must be one of {', '.join(LOSSES)}, got {name!r}")
 
 
-def train(net: FeedbackNetwork, x: Tensor, y: Tensor, *, lr: float, steps: int, loss: str = "cross_entropy",
-          batch_size: Optional[int] = None, seed: int = 0,
-          callback: Optional[Callable[[int], None]] = None) -> list[float]:
+def train(
+    net: FeedbackNetwork,
+    x: Tensor,
+    y: Tensor,
+    *,
+    lr: float,
+    steps: int,
+    loss: str = "cross_entropy",
+    batch_size: Optional[int] = None,
+    seed: int = 0,
+    callback: Optional[Callable[[int], None]] = None,
+) -> list[float]:
     """Plain (stochastic) gradient descent with ``torch.optim.SGD`` under the network's rule.
 
     Full batch by default: the setting of the conservation law (gradient descent approximating gradient
     flow; momentum, weight decay or adaptive optimizers break it). ``callback(step)`` runs before the first
-    update (step 0) and after each update. Returns the training loss before each update.
+    update (step 0) and after each update.
+
+    Parameters
+    ----------
+    net : FeedbackNetwork
+    x : torch.Tensor of shape (n, features)
+        Finite inputs.
+    y : torch.Tensor of shape (n,)
+        Integer class labels in ``0..n_out-1``.
+    lr : float
+        Learning rate, positive.
+    steps : int
+        Number of updates (0: none).
+    loss : {"cross_entropy", "mse"}, default "cross_entropy"
+    batch_size : int, optional
+        Minibatches drawn with replacement; default the full batch.
+    seed : int, default 0
+        Seeds the minibatch draws.
+    callback : callable, optional
+        ``callback(step)``.
+
+    Returns
+    -------
+    list of float
+        The training loss before each update.
     """
     if not isinstance(net, FeedbackNetwork):
         raise InputError(f"net must be a FeedbackNetwork, got {type(net).__name__}")
-    if not isinstance(x, Tensor) or not isinstance(y, Tensor) or x.dim() < 2 or y.dim() != 1 \
-            or x.shape[0] != y.shape[0] or x.shape[0] == 0:
+    if (
+        not isinstance(x, Tensor)
+        or not isinstance(y, Tensor)
+        or x.dim() < 2
+        or y.dim() != 1
+        or x.shape[0] != y.shape[0]
+        or x.shape[0] == 0
+    ):
         raise InputError("x must be (n, features) and y (n,) integer labels, with the same non-zero n")
     if y.dtype not in (torch.int64, torch.int32):
         raise InputError(f"y must hold integer class labels, got {y.dtype}")
@@ -395,12 +530,10 @@ def train(net: FeedbackNetwork, x: Tensor, y: Tensor, *, lr: float, steps: int, 
     n_out = net.linears[-1].out_features
     if int(y.min()) < 0 or int(y.max()) >= n_out:
         raise InputError(f"y must hold labels in 0..{n_out - 1}")
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr) or lr <= 0:
-        raise InputError(f"lr must be a positive finite number, got {lr!r}")
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
-        raise InputError(f"steps must be a non-negative integer, got {steps!r}")
-    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
-        raise InputError(f"batch_size must be a positive integer or None, got {batch_size!r}")
+    lr = check_float(lr, "lr", min_val=0.0, include_boundaries="right")
+    steps = check_int(steps, "steps", min_val=0)
+    batch_size = check_int(batch_size, "batch_size", min_val=1, allow_none=True)
+    seed = check_seed(seed)
     lf = loss_fn(loss)
     opt = torch.optim.SGD(net.parameters(), lr=float(lr))
     gen = torch.Generator(device="cpu").manual_seed(seed)
@@ -426,9 +559,33 @@ def train(net: FeedbackNetwork, x: Tensor, y: Tensor, *, lr: float, steps: int, 
 
 @torch.no_grad()
 def accuracy(net: nn.Module, x: Tensor, y: Tensor) -> float:
-    """Fraction of ``x`` whose arg-max logit is ``y``."""
+    """Fraction of ``x`` whose arg-max logit is ``y``.
+
+    Parameters
+    ----------
+    net : torch.nn.Module
+    x : torch.Tensor
+    y : torch.Tensor
+        Class labels.
+
+    Returns
+    -------
+    float
+    """
     return float((net(x).argmax(dim=-1) == y).double().mean())
 
 
-__all__ = ["RULES", "HOMOGENEOUS", "ELEMENTWISE", "FeedbackLinearFunction", "FeedbackNetwork", "get_rule",
-           "make_mlp", "align_init_", "train", "loss_fn", "accuracy", "LOSSES"]
+__all__ = [
+    "RULES",
+    "HOMOGENEOUS",
+    "ELEMENTWISE",
+    "FeedbackLinearFunction",
+    "FeedbackNetwork",
+    "get_rule",
+    "make_mlp",
+    "align_init_",
+    "train",
+    "loss_fn",
+    "accuracy",
+    "LOSSES",
+]

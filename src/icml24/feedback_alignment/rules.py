@@ -1,6 +1,6 @@
 """Learning rules as data: what a layer's backward pass sends down instead of ``W^T``, and its potential.
 
-Notation (spec ``feedback_alignment.md``; the paper's Fig. 1 uses the transposed convention): Linear layer
+Notation (ours; the paper's Fig. 1 uses the transposed convention): Linear layer
 ``j`` maps ``h_{j-1}`` (``in_j`` features) to ``z_j = W_j h_{j-1} + b_j`` with ``W_j`` of shape
 ``(out_j, in_j)``; ``h_j = sigma(z_j)``. Its backward pass sends ``e_j`` (the error at ``z_j``) down as
 
@@ -89,7 +89,9 @@ def _fa_potential(w: Tensor, m: Optional[Tensor], scale: float) -> Tensor:
 FA = Rule(
     name="fa",
     title="feedback alignment (Lillicrap et al. 2016)",
-    direct=False, draws=True, exact=False,
+    direct=False,
+    draws=True,
+    exact=False,
     feedback=_fa_feedback,
     potential=_fa_potential,
 )

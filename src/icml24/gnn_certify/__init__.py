@@ -31,16 +31,53 @@ Deviations from the official code (each is also noted where it is implemented):
 - ``attack_first=True`` adds a greedy attack before the MIP (not in the paper; off by default).
 """
 
+from ..extras import require
+
+require("torch_geometric", "pyscipopt", extra="graphs", what="gnn_certify")
+
 from .baselines import basic_bounds, brute_force_minimum, margins
 from .bounds import MODES, Bounds, topology_bounds
 from .certify import NOT_ROBUST, ROBUST, UNKNOWN, Certificate, Report, build_space, certify, compute_bounds
 from .io import GraphInstance, load_model_json, mutag_instance, mutag_model, network_from_json, read_instance
-from .network import (SAGEGraphClassifier, SAGENodeClassifier, SageNetwork, module_from_network,
-                      network_from_module, network_to_json, run_model)
+from .network import (
+    SAGEGraphClassifier,
+    SageNetwork,
+    SAGENodeClassifier,
+    module_from_network,
+    network_from_module,
+    network_to_json,
+    run_model,
+)
 from .space import AttackSpace, official_graph_budgets
 
-__all__ = ["certify", "Certificate", "Report", "ROBUST", "NOT_ROBUST", "UNKNOWN", "build_space", "compute_bounds",
-           "topology_bounds", "basic_bounds", "brute_force_minimum", "margins", "Bounds", "MODES", "AttackSpace",
-           "official_graph_budgets", "SAGEGraphClassifier", "SAGENodeClassifier", "SageNetwork",
-           "network_from_module", "module_from_network", "network_to_json", "run_model", "GraphInstance",
-           "load_model_json", "read_instance", "mutag_model", "mutag_instance", "network_from_json"]
+__all__ = [
+    "certify",
+    "Certificate",
+    "Report",
+    "ROBUST",
+    "NOT_ROBUST",
+    "UNKNOWN",
+    "build_space",
+    "compute_bounds",
+    "topology_bounds",
+    "basic_bounds",
+    "brute_force_minimum",
+    "margins",
+    "Bounds",
+    "MODES",
+    "AttackSpace",
+    "official_graph_budgets",
+    "SAGEGraphClassifier",
+    "SAGENodeClassifier",
+    "SageNetwork",
+    "network_from_module",
+    "module_from_network",
+    "network_to_json",
+    "run_model",
+    "GraphInstance",
+    "load_model_json",
+    "read_instance",
+    "mutag_model",
+    "mutag_instance",
+    "network_from_json",
+]

@@ -15,9 +15,28 @@ from .network import SageNetwork
 from .space import AttackSpace
 
 
-def greedy_attack(net: SageNetwork, space: AttackSpace, orig: int, target: int,
-                  restarts: int = 1, seed: int = 0) -> tuple[float, np.ndarray]:
-    """Greedy flips (fixed features ``x_lb``). Returns (best margin, flips as bool [S])."""
+def greedy_attack(
+    net: SageNetwork, space: AttackSpace, orig: int, target: int, restarts: int = 1, seed: int = 0
+) -> tuple[float, np.ndarray]:
+    """Greedy flips that lower ``logit[orig] - logit[target]`` most, one at a time (fixed features ``x_lb``).
+
+    Parameters
+    ----------
+    net : SageNetwork
+    space : AttackSpace
+    orig, target : int
+        Classes.
+    restarts : int, default 1
+        Later restarts break ties at random.
+    seed : int, default 0
+        Seed of those restarts.
+
+    Returns
+    -------
+    margin : float
+        The best margin found (an upper bound on the minimum).
+    flips : bool array [S]
+    """
     present = space.slot_present
     inc = space.incidence.astype(np.int64)
     rng = np.random.default_rng(seed)
@@ -27,8 +46,11 @@ def greedy_attack(net: SageNetwork, space: AttackSpace, orig: int, target: int,
         counts = np.zeros(space.n, dtype=np.int64)
         cur = _margin(net, space, flips[None], orig, target)[0]
         for _ in range(space.global_budget):
-            ok = ~flips & (counts[space.slots[:, 0]] < space.local_budget[space.slots[:, 0]]) \
+            ok = (
+                ~flips
+                & (counts[space.slots[:, 0]] < space.local_budget[space.slots[:, 0]])
                 & (counts[space.slots[:, 1]] < space.local_budget[space.slots[:, 1]])
+            )
             if space.directed:
                 ok &= present
             cand = np.flatnonzero(ok)

@@ -18,13 +18,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bounds import Bounds, _affine_lo_hi, propagate_head
+from .bounds import Bounds, affine_lo_hi, propagate_head
 from .network import SageNetwork
 from .space import AttackSpace
 
 
 def basic_bounds(net: SageNetwork, space: AttackSpace, input_based: bool = False) -> Bounds:
-    """Interval bounds that ignore topology and budgets (official ``SCIPcomputeBoundsGNN``)."""
+    """Interval bounds that ignore topology and budgets: the paper's baseline (official ``SCIPcomputeBoundsGNN``).
+
+    Parameters
+    ----------
+    net : SageNetwork
+    space : AttackSpace
+    input_based : bool, default False
+        Use the feature box alone (official ``useinputbasedbounds = TRUE``); default: the hull of [0, 1] and
+        the box (the official basic settings assume inputs in [0, 1]).
+
+    Returns
+    -------
+    Bounds
+        ``mode`` "basic" or "basic-input".
+    """
     if input_based:
         lo, hi = space.x_lb.copy(), space.x_ub.copy()
     else:
@@ -35,8 +49,8 @@ def basic_bounds(net: SageNetwork, space: AttackSpace, input_based: bool = False
         zl, zh = np.minimum(lo, 0.0), np.maximum(hi, 0.0)
         b.aux_lo.append(zl[space.msg_src])
         b.aux_hi.append(zh[space.msg_src])
-        r_lo, r_hi = _affine_lo_hi(lo, hi, layer.w_root)
-        c_lo, c_hi = _affine_lo_hi(zl, zh, layer.w_nbr)
+        r_lo, r_hi = affine_lo_hi(lo, hi, layer.w_root)
+        c_lo, c_hi = affine_lo_hi(zl, zh, layer.w_nbr)
         tot_lo, tot_hi = c_lo.sum(axis=0), c_hi.sum(axis=0)
         if space.directed:  # every u, self included
             pre_lo = layer.bias + r_lo + tot_lo[None, :].repeat(n, axis=0)
@@ -48,9 +62,25 @@ def basic_bounds(net: SageNetwork, space: AttackSpace, input_based: bool = False
     return propagate_head(net, space, b)
 
 
-def margins(net: SageNetwork, space: AttackSpace, flip_sets: np.ndarray, orig: int, target: int,
-            x: np.ndarray | None = None) -> np.ndarray:
-    """``logit[orig] - logit[target]`` for every flip set (bool [B, S]) with features ``x`` (default x_lb)."""
+def margins(
+    net: SageNetwork, space: AttackSpace, flip_sets: np.ndarray, orig: int, target: int, x: np.ndarray | None = None
+) -> np.ndarray:
+    """``logit[orig] - logit[target]`` for every flip set, in one batched forward pass.
+
+    Parameters
+    ----------
+    net : SageNetwork
+    space : AttackSpace
+    flip_sets : bool array [B, S]
+    orig, target : int
+        Classes.
+    x : float array [n, F], optional
+        Features (default ``space.x_lb``).
+
+    Returns
+    -------
+    float array [B]
+    """
     feats = space.x_lb if x is None else x
     adj = space.flipped_adj(flip_sets).astype(np.float64)
     out = net.forward(feats, adj)
@@ -59,11 +89,27 @@ def margins(net: SageNetwork, space: AttackSpace, flip_sets: np.ndarray, orig: i
     return out[:, orig] - out[:, target]
 
 
-def brute_force_minimum(net: SageNetwork, space: AttackSpace, orig: int, target: int,
-                        chunk: int = 4096) -> tuple[float, np.ndarray]:
+def brute_force_minimum(
+    net: SageNetwork, space: AttackSpace, orig: int, target: int, chunk: int = 4096
+) -> tuple[float, np.ndarray]:
     """The exact minimum of ``logit[orig] - logit[target]`` over every feasible flip set (fixed features).
 
-    Returns (minimum, the minimising flips as bool [S]).
+    Exponential in the budget: small spaces only.
+
+    Parameters
+    ----------
+    net : SageNetwork
+    space : AttackSpace
+    orig, target : int
+        Classes.
+    chunk : int, default 4096
+        Flip sets per forward pass.
+
+    Returns
+    -------
+    minimum : float
+    flips : bool array [S]
+        A minimising flip set.
     """
     best, best_flips = np.inf, np.zeros(space.num_slots, dtype=bool)
     batch: list[tuple[int, ...]] = []

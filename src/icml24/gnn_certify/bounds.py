@@ -36,12 +36,25 @@ MODES = ("basic", "sbt", "abt")
 
 @dataclass
 class Bounds:
-    """Bounds on every quantity of the MIP.
+    """Bounds on every quantity of the MIP (paper §3.2; official ``gnn_bounds*.c``).
 
-    ``pre_lo/pre_hi[l]`` and ``out_lo/out_hi[l]`` are [n, F_l] for SAGE layer ``l`` (0-based) before and after
-    its activation; ``inp_lo/inp_hi`` are the input features; ``aux_lo/aux_hi[l]`` are [M, F_l] bounds on
-    ``z = a_uv * h_u`` for the messages of :class:`AttackSpace` with ``h`` the output of layer ``l - 1``
-    (``l = 0``: the input). ``logit_lo/logit_hi`` bound the logits (graph task) or the target node's logits.
+    Parameters
+    ----------
+    mode : str
+        "basic", "basic-input", "sbt" or "abt".
+    inp_lo, inp_hi : float array [n, F]
+        The input features.
+    pre_lo, pre_hi, out_lo, out_hi : list of float arrays [n, F_l]
+        SAGE layer ``l`` (0-based) before and after its activation.
+    aux_lo, aux_hi : list of float arrays [M, F_l]
+        ``z = a_uv * h_u`` for the messages of :class:`~icml24.gnn_certify.space.AttackSpace`, with ``h`` the
+        output of layer ``l - 1`` (``l = 0``: the input).
+    dense_pre_lo, dense_pre_hi, dense_out_lo, dense_out_hi : list of float arrays
+        The dense layers (graph task) before and after their activation.
+    logit_lo, logit_hi : float array [C]
+        The logits (graph task) or the target node's logits (node task).
+    infeasible : bool
+        The forced flips (abt fixings) exceed a budget: no attack reaches this B&B node.
     """
 
     mode: str
@@ -79,15 +92,41 @@ def _split(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.maximum(w, 0.0), np.minimum(w, 0.0)
 
 
-def _affine_lo_hi(lo: np.ndarray, hi: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Interval of ``h @ w.T`` for ``h`` in [lo, hi] (the official sign-by-sign choice of interval ends)."""
+def affine_lo_hi(lo: np.ndarray, hi: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Interval of ``h @ w.T`` for ``h`` in [lo, hi] (the official sign-by-sign choice of interval ends).
+
+    Parameters
+    ----------
+    lo, hi : float array [..., in]
+    w : float array [out, in]
+
+    Returns
+    -------
+    lo, hi : float arrays [..., out]
+    """
     wp, wn = _split(w)
     return lo @ wp.T + hi @ wn.T, hi @ wp.T + lo @ wn.T
 
 
-def _k_most(values: np.ndarray, groups: np.ndarray, k: np.ndarray, n: int, lower: bool) -> np.ndarray:
-    """Per group ``v``: the sum of the ``k[v]`` most negative (``lower``) / most positive values, counting
-    only values of the adverse sign. ``values`` [m, F], ``groups`` [m] in [0, n)."""
+def k_most(values: np.ndarray, groups: np.ndarray, k: np.ndarray, n: int, lower: bool) -> np.ndarray:
+    """Per group ``v``: the sum of the ``k[v]`` most adverse values, feature by feature (sbt step 3).
+
+    Parameters
+    ----------
+    values : float array [m, F]
+    groups : int array [m]
+        The group (receiving node) of each value, in [0, n).
+    k : int array [n]
+        How many values each group may take.
+    n : int
+        Groups.
+    lower : bool
+        True: the most negative values (counting negative ones only); False: the most positive.
+
+    Returns
+    -------
+    float array [n, F]
+    """
     f = values.shape[1]
     out = np.zeros((n, f))
     if values.shape[0] == 0:
@@ -111,12 +150,25 @@ def _k_most(values: np.ndarray, groups: np.ndarray, k: np.ndarray, n: int, lower
 
 
 def propagate_head(net: SageNetwork, space: AttackSpace, b: Bounds) -> Bounds:
-    """Pool and dense layers (graph task) or the target node's logits (node task)."""
+    """Complete ``b`` past the SAGE layers: pool and dense layers (graph task) or the target node's logits.
+
+    Parameters
+    ----------
+    net : SageNetwork
+    space : AttackSpace
+    b : Bounds
+        With every SAGE layer filled in.
+
+    Returns
+    -------
+    Bounds
+        ``b`` itself, with the head's bounds and the logit bounds set.
+    """
     if net.task == GRAPH:
         lo = b.out_lo[-1].sum(axis=0)
         hi = b.out_hi[-1].sum(axis=0)
         for d in net.dense:
-            plo, phi = _affine_lo_hi(lo, hi, d.weight)
+            plo, phi = affine_lo_hi(lo, hi, d.weight)
             plo, phi = plo + d.bias, phi + d.bias
             b.dense_pre_lo.append(plo)
             b.dense_pre_hi.append(phi)
@@ -130,14 +182,35 @@ def propagate_head(net: SageNetwork, space: AttackSpace, b: Bounds) -> Bounds:
     return b
 
 
-def topology_bounds(net: SageNetwork, space: AttackSpace, slot_lo: np.ndarray | None = None,
-                    slot_hi: np.ndarray | None = None, x_lo: np.ndarray | None = None,
-                    x_hi: np.ndarray | None = None) -> Bounds:
-    """sbt bounds (``slot_lo``/``slot_hi`` omitted) or abt bounds under local fixings of the adjacency
-    variables (``slot_lo[s] = 1``: slot s's edge is present; ``slot_hi[s] = 0``: absent).
+def topology_bounds(
+    net: SageNetwork,
+    space: AttackSpace,
+    slot_lo: np.ndarray | None = None,
+    slot_hi: np.ndarray | None = None,
+    x_lo: np.ndarray | None = None,
+    x_hi: np.ndarray | None = None,
+) -> Bounds:
+    """Topology-based bounds: sbt (paper §3.2), or abt under local fixings of the adjacency variables (§3.3).
 
-    ``x_lo``/``x_hi`` optionally replace the feature box by local bounds (the official separator reads the
-    local bounds of the input variables). ``infeasible`` is set when the forced flips exceed a budget.
+    Parameters
+    ----------
+    net : SageNetwork
+    space : AttackSpace
+    slot_lo, slot_hi : float array [S], optional
+        Local bounds of the adjacency variables: ``slot_lo[s] = 1`` fixes slot s's edge present,
+        ``slot_hi[s] = 0`` absent. Omitted: the sbt bounds (every slot free).
+    x_lo, x_hi : float array [n, F], optional
+        Local bounds of the features replacing the box (the official separator reads the local bounds of the
+        input variables).
+
+    Returns
+    -------
+    Bounds
+        ``mode`` "sbt" or "abt"; ``infeasible`` is set when the forced flips exceed a budget.
+
+    References
+    ----------
+    Hojny, Zhang, Campos, Misener (ICML 2024), §3.2-3.3; official ``computeBoundGNNSageLayerNode``.
     """
     n = space.n
     s_lo = np.zeros(space.num_slots) if slot_lo is None else np.asarray(slot_lo, dtype=np.float64)
@@ -154,22 +227,26 @@ def topology_bounds(net: SageNetwork, space: AttackSpace, slot_lo: np.ndarray | 
     n_forced = np.bincount(dst[forced], minlength=n)
     k = space.effective_local() - n_forced
     slot_forced = (space.slot_present & (s_hi < 0.5)) | (~space.slot_present & (s_lo > 0.5))
-    infeasible = bool((k < 0).any() or slot_forced.sum() > space.global_budget
-                      or (space.incidence.astype(np.int64) @ slot_forced > space.local_budget).any())
+    infeasible = bool(
+        (k < 0).any()
+        or slot_forced.sum() > space.global_budget
+        or (space.incidence.astype(np.int64) @ slot_forced > space.local_budget).any()
+    )
 
     lo = space.x_lb.copy() if x_lo is None else np.asarray(x_lo, dtype=np.float64)
     hi = space.x_ub.copy() if x_hi is None else np.asarray(x_hi, dtype=np.float64)
-    b = Bounds(mode="sbt" if slot_lo is None and slot_hi is None else "abt", inp_lo=lo, inp_hi=hi,
-               infeasible=infeasible)
-    for li, layer in enumerate(net.sage):
+    b = Bounds(
+        mode="sbt" if slot_lo is None and slot_hi is None else "abt", inp_lo=lo, inp_hi=hi, infeasible=infeasible
+    )
+    for layer in net.sage:
         # aux bounds for z = a_uv * h_u with h the input of this layer
         zl = np.where(free[:, None], np.minimum(lo[src], 0.0), np.where(on[:, None], lo[src], 0.0))
         zh = np.where(free[:, None], np.maximum(hi[src], 0.0), np.where(on[:, None], hi[src], 0.0))
         b.aux_lo.append(zl)
         b.aux_hi.append(zh)
 
-        r_lo, r_hi = _affine_lo_hi(lo, hi, layer.w_root)
-        m_lo, m_hi = _affine_lo_hi(lo, hi, layer.w_nbr)
+        r_lo, r_hi = affine_lo_hi(lo, hi, layer.w_root)
+        m_lo, m_hi = affine_lo_hi(lo, hi, layer.w_nbr)
         base_lo = r_lo + layer.bias
         base_hi = r_hi + layer.bias
         np.add.at(base_lo, dst[present], m_lo[src[present]])
@@ -181,11 +258,11 @@ def topology_bounds(net: SageNetwork, space: AttackSpace, slot_lo: np.ndarray | 
         fr = np.flatnonzero(free)
         d_lo = sign[fr, None] * m_lo[src[fr]]  # change of the lower bound if u -> v is flipped
         d_hi = sign[fr, None] * m_hi[src[fr]]
-        pre_lo = base_lo + _k_most(d_lo, dst[fr], k, n, lower=True)
-        pre_hi = base_hi + _k_most(d_hi, dst[fr], k, n, lower=False)
+        pre_lo = base_lo + k_most(d_lo, dst[fr], k, n, lower=True)
+        pre_hi = base_hi + k_most(d_hi, dst[fr], k, n, lower=False)
         pre_hi = np.maximum(pre_hi, pre_lo)  # only an infeasible node could cross them
         lo, hi = b.add_layer(pre_lo, pre_hi, layer.relu)
     return propagate_head(net, space, b)
 
 
-__all__ = ["Bounds", "MODES", "topology_bounds", "propagate_head"]
+__all__ = ["Bounds", "MODES", "topology_bounds", "propagate_head", "affine_lo_hi", "k_most"]

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from ..errors import InputError
+from ..validation import check_array, check_bool, check_choice, check_float, check_int, check_seed
 from .baselines import basic_bounds
 from .bounds import MODES, Bounds, topology_bounds
 from .mip import CertificationMIP, SolveResult
@@ -29,7 +30,7 @@ MARGIN_TOL = 1e-6
 #: SCIP parameter presets. "official": SCIP's defaults plus the official ``settings/*.set`` (which only switch
 #: bounds and the separator, applied by ``bounds``). "fast": also ``separating/aggregation/freq = -1``: SCIP's
 #: aggregation (c-MIR) separator spends most of the root time on these big-M models without closing the gap
-#: (the issue's official runs; on SCIP 10 it stalls even 300-variable models for seconds).
+#: (measured with the official plugin on MUTAG; on SCIP 10 it stalls even 300-variable models for seconds).
 SETTINGS: dict[str, dict] = {"official": {}, "fast": {"separating/aggregation/freq": -1}}
 
 
@@ -41,6 +42,34 @@ class Certificate:
     attacks, ``margin_upper`` the best attack found (``inf`` when none). ``robust`` means
     ``margin_lower > 0``; ``not_robust`` means the flips below make the model's own ``logit[target]`` exceed
     ``logit[predicted]`` (``checked_margin < 0``); ``unknown`` means neither was proven within the time limit.
+
+    Parameters
+    ----------
+    verdict : {"robust", "not_robust", "unknown"}
+    predicted, target : int
+        The clean prediction and the target class.
+    bounds : str
+        The bound mode used.
+    margin_lower, margin_upper : float
+        Dual bound and best attack's margin.
+    seconds, build_seconds : float
+        Solve time (the chosen clock) and time to build the MIP.
+    nodes, lp_iterations : int
+        SCIP's branch-and-bound nodes and LP iterations.
+    status : str
+        SCIP's status (or "greedy attack").
+    global_budget : int
+        Delta.
+    flips, added, removed : list of (int, int)
+        The attack's flipped node pairs (in ``data``'s numbering), split into added and removed edges.
+    checked_margin : float, optional
+        ``logit[predicted] - logit[target]`` of the user's model on the attacked graph.
+    perturbed_edge_index : int array [2, E'], optional
+        The attacked graph.
+    perturbed_x : float array [n, F], optional
+        The attack's features (feature boxes only).
+    local_cuts, global_cuts : int
+        Cuts added by the abt separator.
     """
 
     verdict: str
@@ -65,6 +94,12 @@ class Certificate:
     global_cuts: int = 0
 
     def as_dict(self) -> dict:
+        """The certificate as JSON-ready values (arrays as lists).
+
+        Returns
+        -------
+        dict
+        """
         d = asdict(self)
         d["perturbed_edge_index"] = None if self.perturbed_edge_index is None else self.perturbed_edge_index.tolist()
         d["perturbed_x"] = None if self.perturbed_x is None else self.perturbed_x.tolist()
@@ -73,7 +108,16 @@ class Certificate:
 
 @dataclass
 class Report:
-    """Certificates against every requested target class; ``verdict`` is ``robust`` when all are."""
+    """Certificates against every requested target class; ``verdict`` is ``robust`` when all are.
+
+    Parameters
+    ----------
+    certificates : list of Certificate
+        One per target class.
+    predicted : int
+        The model's clean prediction.
+    task : {"graph", "node"}
+    """
 
     certificates: list[Certificate]
     predicted: int
@@ -107,12 +151,10 @@ def _graph_arrays(data) -> tuple[np.ndarray, np.ndarray]:
     ei = getattr(data, "edge_index", None)
     if x is None or ei is None:
         raise InputError("data must have x [n, F] and edge_index [2, E] (a torch_geometric Data)")
-    x = np.asarray(x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x, dtype=np.float64)
-    ei = np.asarray(ei.detach().cpu().numpy() if isinstance(ei, torch.Tensor) else ei)
-    if x.ndim != 2 or x.shape[0] < 1 or not np.isfinite(x).all():
-        raise InputError(f"data.x must be a finite [n, F] matrix with n >= 1, got shape {x.shape}")
-    if ei.ndim != 2 or ei.shape[0] != 2 or not np.issubdtype(ei.dtype, np.integer):
-        raise InputError(f"data.edge_index must be an integer [2, E] array, got shape {ei.shape}")
+    x = x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x
+    ei = ei.detach().cpu().numpy() if isinstance(ei, torch.Tensor) else ei
+    x = check_array(x, "data.x", ndim=2).astype(np.float64)
+    ei = check_array(ei, "data.edge_index", shape=(2, None), dtype="integer", allow_empty=True)
     if ei.size and (ei.min() < 0 or ei.max() >= x.shape[0]):
         raise InputError(f"data.edge_index refers to nodes outside [0, {x.shape[0]})")
     return x, ei.astype(np.int64)
@@ -129,30 +171,55 @@ def _feature_box(x: np.ndarray, lb, ub) -> tuple[np.ndarray, np.ndarray]:
 def _local(local_budget, n: int, default: np.ndarray) -> np.ndarray:
     if local_budget is None:
         return default
-    q = np.broadcast_to(np.asarray(local_budget), (n,))
-    if not np.issubdtype(q.dtype, np.integer) or (q < 0).any():
+    if isinstance(local_budget, torch.Tensor):
+        local_budget = local_budget.detach().cpu().numpy()
+    q = check_array(local_budget, "local_budget", ndim=(0, 1), dtype="integer")
+    if q.ndim == 1 and q.shape[0] != n:
+        raise InputError(f"local_budget must be one integer or one per node ({n}), got {q.shape[0]}")
+    if (q < 0).any():
         raise InputError("local_budget must be integers >= 0 (one, or one per node)")
-    return q.astype(np.int64)
+    return np.broadcast_to(q, (n,)).astype(np.int64)
 
 
 def _global(budget, global_budget, entries: int) -> int | None:
     if global_budget is not None:
-        if isinstance(global_budget, bool) or not isinstance(global_budget, (int, np.integer)) or global_budget < 0:
-            raise InputError(f"global_budget must be an integer >= 0, got {global_budget!r}")
-        return int(global_budget)
+        return check_int(global_budget, "global_budget", min_val=0)
     if budget is None:
         return None
-    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not math.isfinite(budget) or budget < 0:
-        raise InputError(f"budget must be a fraction >= 0 of the edges, got {budget!r}")
-    return math.ceil(entries * budget)
+    return math.ceil(entries * check_float(budget, "budget", min_val=0.0))
 
 
-def build_space(net: SageNetwork, data, *, budget: float | None = 0.1, global_budget: int | None = None,
-                strength: int = 2, local_budget=None, node: int | None = None, feature_lb=None, feature_ub=None,
-                max_nodes: int = 64) -> tuple[AttackSpace, np.ndarray, np.ndarray, np.ndarray]:
+def build_space(
+    net: SageNetwork,
+    data,
+    *,
+    budget: float | None = 0.1,
+    global_budget: int | None = None,
+    strength: int = 2,
+    local_budget=None,
+    node: int | None = None,
+    feature_lb=None,
+    feature_ub=None,
+    max_nodes: int = 64,
+) -> tuple[AttackSpace, np.ndarray, np.ndarray, np.ndarray]:
     """The attack space of ``data`` and, for node classification, the k-hop subgraph it lives on.
 
-    Returns (space, x of the modelled nodes, their indices in ``data``, edge_index of ``data``).
+    Parameters
+    ----------
+    net : SageNetwork
+    data : torch_geometric.data.Data
+    budget, global_budget, strength, local_budget, node, feature_lb, feature_ub, max_nodes
+        As in :func:`certify`.
+
+    Returns
+    -------
+    space : AttackSpace
+    x : float array
+        The features of the modelled nodes.
+    subset : int array
+        Their indices in ``data``.
+    edge_index : int array [2, E]
+        The edges of ``data``.
     """
     x, ei = _graph_arrays(data)
     n, F = x.shape
@@ -162,40 +229,51 @@ def build_space(net: SageNetwork, data, *, budget: float | None = 0.1, global_bu
         if node is not None:
             raise InputError("node is for node classification; this model classifies graphs")
         if n > max_nodes:
-            raise InputError(f"the graph has {n} nodes, more than max_nodes={max_nodes}",
-                             "the MIP grows as n^2 x hidden width per layer; raise max_nodes to try anyway")
+            raise InputError(
+                f"the graph has {n} nodes, more than max_nodes={max_nodes}",
+                "the MIP grows as n^2 x hidden width per layer; raise max_nodes to try anyway",
+            )
         adj = np.zeros((n, n), dtype=bool)
         if (ei[0] == ei[1]).any():
-            raise InputError("data.edge_index has self-loops, which graph classification does not model",
-                             "remove them (the official MIP ignores self-loops)")
+            raise InputError(
+                "data.edge_index has self-loops, which graph classification does not model",
+                "remove them (the official MIP ignores self-loops)",
+            )
         adj[ei[0], ei[1]] = True
         if (adj != adj.T).any():
             raise InputError("data.edge_index must be undirected (both directions of every edge)")
         if adj.sum() != ei.shape[1]:
             raise InputError("data.edge_index has duplicate edges")
-        if isinstance(strength, bool) or not isinstance(strength, (int, np.integer)) or strength < 0:
-            raise InputError(f"strength must be an integer >= 0, got {strength!r}")
+        strength = check_int(strength, "strength", min_val=0)
         g = _global(budget, global_budget, ei.shape[1])
         if g is None:
             raise InputError("give budget (a fraction of the edges) or global_budget (a number of flips)")
         _, q_default = official_graph_budgets(ei.shape[1], adj.sum(axis=1), 0.0, int(strength))
         q = _local(local_budget, n, q_default)
         lo, hi = _feature_box(x, feature_lb, feature_ub)
-        return AttackSpace(adj=adj, directed=False, global_budget=g, local_budget=q, x_lb=lo, x_ub=hi), x, \
-            np.arange(n), ei
+        return (
+            AttackSpace(adj=adj, directed=False, global_budget=g, local_budget=q, x_lb=lo, x_ub=hi),
+            x,
+            np.arange(n),
+            ei,
+        )
     # node classification: the k-hop subgraph around the node (official k_hop_subgraph(index, 2, ...))
-    if node is None or isinstance(node, bool) or not isinstance(node, (int, np.integer)) or not 0 <= node < n:
-        raise InputError(f"node must be a node index in [0, {n}) for node classification, got {node!r}")
+    if node is None:
+        raise InputError("node must be given for node classification", f"a node index in [0, {n})")
+    node = check_int(node, "node", min_val=0, max_val=n - 1)
     from torch_geometric.utils import k_hop_subgraph
 
-    subset, sub_ei, mapping, _ = k_hop_subgraph(int(node), len(net.sage), torch.as_tensor(ei), relabel_nodes=True,
-                                                num_nodes=n)
+    subset, sub_ei, mapping, _ = k_hop_subgraph(
+        int(node), len(net.sage), torch.as_tensor(ei), relabel_nodes=True, num_nodes=n
+    )
     subset = subset.numpy()
     sub_ei = sub_ei.numpy()
     k = len(subset)
     if k > max_nodes:
-        raise InputError(f"the {len(net.sage)}-hop subgraph of node {node} has {k} nodes, more than max_nodes={max_nodes}",
-                         "raise max_nodes to try anyway")
+        raise InputError(
+            f"the {len(net.sage)}-hop subgraph of node {node} has {k} nodes, more than max_nodes={max_nodes}",
+            "raise max_nodes to try anyway",
+        )
     adj = np.zeros((k, k), dtype=bool)
     adj[sub_ei[0], sub_ei[1]] = True
     if adj.sum() != sub_ei.shape[1]:
@@ -203,22 +281,40 @@ def build_space(net: SageNetwork, data, *, budget: float | None = 0.1, global_bu
     g = _global(budget, global_budget, sub_ei.shape[1])
     if g is None:
         raise InputError("give global_budget (a number of arc deletions) for node classification")
-    if isinstance(strength, bool) or not isinstance(strength, (int, np.integer)) or strength < 0:
-        raise InputError(f"strength must be an integer >= 0, got {strength!r}")
+    strength = check_int(strength, "strength", min_val=0)
     q = _local(local_budget, k, np.full(k, int(strength), dtype=np.int64))
     lo, hi = _feature_box(x, feature_lb, feature_ub)
-    space = AttackSpace(adj=adj, directed=True, global_budget=g, local_budget=q, x_lb=lo[subset], x_ub=hi[subset],
-                        target_node=int(mapping[0]))
+    space = AttackSpace(
+        adj=adj,
+        directed=True,
+        global_budget=g,
+        local_budget=q,
+        x_lb=lo[subset],
+        x_ub=hi[subset],
+        target_node=int(mapping[0]),
+    )
     return space, x[subset], subset, ei
 
 
 def compute_bounds(net: SageNetwork, space: AttackSpace, mode: str) -> Bounds:
-    """``basic`` (official basic settings), ``sbt`` or ``abt`` (root bounds of abt are the sbt bounds)."""
+    """The root bounds of a bound mode.
+
+    Parameters
+    ----------
+    net : SageNetwork
+    space : AttackSpace
+    mode : {"basic", "sbt", "abt"}
+        ``basic`` (official basic settings), ``sbt`` or ``abt`` (the root bounds of abt are the sbt bounds;
+        the abt separator tightens them below the root).
+
+    Returns
+    -------
+    Bounds
+    """
+    mode = check_choice(mode, "bounds", MODES)
     if mode == "basic":
         return basic_bounds(net, space)
-    if mode in ("sbt", "abt"):
-        return topology_bounds(net, space)
-    raise InputError(f"bounds must be one of {', '.join(MODES)}, got {mode!r}")
+    return topology_bounds(net, space)
 
 
 # ----------------------------------------------------------------------------------------------- checks
@@ -243,8 +339,9 @@ def _perturbed(space: AttackSpace, flips: np.ndarray, subset: np.ndarray, ei: np
     return pairs, added, removed, np.stack([src, dst]).astype(np.int64)
 
 
-def _model_margin(model, net: SageNetwork, x: np.ndarray, ei: np.ndarray, orig: int, target: int,
-                  node: int | None) -> float:
+def _model_margin(
+    model, net: SageNetwork, x: np.ndarray, ei: np.ndarray, orig: int, target: int, node: int | None
+) -> float:
     out = run_model(model, x, ei, net.task)
     if net.task == NODE:
         out = out[node]
@@ -252,13 +349,32 @@ def _model_margin(model, net: SageNetwork, x: np.ndarray, ei: np.ndarray, orig: 
 
 
 # ----------------------------------------------------------------------------------------------- API
-def certify(model, data, *, budget: float | None = 0.1, global_budget: int | None = None, strength: int = 2,
-            local_budget: int | Sequence[int] | None = None, target: int | Sequence[int] | None = None,
-            node: int | None = None, bounds: str = "sbt", feature_lb=None, feature_ub=None,
-            time_limit: float = 60.0, seed: int = 0, threads: int = 1, task: str | None = None,
-            relu: Sequence[bool] | None = None, max_nodes: int = 64, decision: bool = True,
-            clock: str = "wall", settings: str = "fast", scip_params: dict | None = None,
-            attack_first: bool = False, margin_tol: float = MARGIN_TOL) -> Report:
+def certify(
+    model,
+    data,
+    *,
+    budget: float | None = 0.1,
+    global_budget: int | None = None,
+    strength: int = 2,
+    local_budget: int | Sequence[int] | None = None,
+    target: int | Sequence[int] | None = None,
+    node: int | None = None,
+    bounds: str = "sbt",
+    feature_lb=None,
+    feature_ub=None,
+    time_limit: float = 60.0,
+    seed: int = 0,
+    threads: int = 1,
+    task: str | None = None,
+    relu: Sequence[bool] | None = None,
+    max_nodes: int = 64,
+    decision: bool = True,
+    clock: str = "wall",
+    settings: str = "fast",
+    scip_params: dict | None = None,
+    attack_first: bool = False,
+    margin_tol: float = MARGIN_TOL,
+) -> Report:
     """Prove that no allowed attack changes the model's prediction, or find one that does (paper §3).
 
     Parameters
@@ -270,7 +386,7 @@ def certify(model, data, *, budget: float | None = 0.1, global_budget: int | Non
         ``x`` [n, F] and ``edge_index`` (undirected, without self-loops, for graph classification).
     budget : float
         Global budget as a fraction of ``edge_index`` entries, ``Delta = ceil(budget * E)``
-        (official ``create_temporary_data_graphclassification.py``; default 0.1 as the issue's runs).
+        (official ``create_temporary_data_graphclassification.py``; default 0.1).
     global_budget : int, optional
         Delta as a number of flips (overrides ``budget``; node classification's official convention).
     strength : int
@@ -288,41 +404,61 @@ def certify(model, data, *, budget: float | None = 0.1, global_budget: int | Non
     feature_lb, feature_ub : array-like, optional
         A box for the features (default: fixed features, as in the paper's experiments).
     time_limit : float
-        Seconds per target class (official runs: 60 s). ``threads``: SCIP/LP threads (1).
+        Seconds per target class (> 0; official runs: 60 s).
+    seed : int
+        SCIP's random seed shift (>= 0).
+    threads : int
+        SCIP/LP threads (>= 1).
+    task : {"graph", "node"}, optional
+        Checked against the model's reading (default: read from the model).
+    relu : sequence of bool, optional
+        ReLU after each layer, as in :func:`~icml24.gnn_certify.network.network_from_module`.
+    max_nodes : int
+        Refuse larger graphs (node classification: larger k-hop subgraphs); the MIP grows as n^2.
     decision : bool
         Stop once the sign is proven (official ``limits/gap = inf``); False solves to optimality.
     clock : "wall" | "cpu"
         SCIP's clock for the time limit and reported times.
     settings : "fast" | "official"
-        SCIP parameter preset (:data:`SETTINGS`); ``scip_params`` adds or overrides parameters.
+        SCIP parameter preset (:data:`SETTINGS`).
+    scip_params : dict, optional
+        SCIP parameters that add to or override the preset.
     attack_first : bool
         Try the greedy attack of :mod:`~icml24.gnn_certify.attacks` before the MIP (not in the paper; fixed
         features only). A re-checked attack ends that target with ``not_robust`` (status "greedy attack").
+    margin_tol : float
+        A ``robust`` verdict needs a dual bound above this (default 1e-6).
 
     Returns
     -------
     Report
         One :class:`Certificate` per target; ``report.verdict`` is robust / not_robust / unknown.
     """
-    if bounds not in MODES:
-        raise InputError(f"bounds must be one of {', '.join(MODES)}, got {bounds!r}")
-    if not isinstance(time_limit, (int, float)) or not time_limit > 0:
-        raise InputError(f"time_limit must be > 0 seconds, got {time_limit!r}")
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise InputError(f"threads must be an integer >= 1, got {threads!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InputError(f"seed must be an integer >= 0, got {seed!r}")
-    if clock not in ("wall", "cpu"):
-        raise InputError(f"clock must be 'wall' or 'cpu', got {clock!r}")
-    if settings not in SETTINGS:
-        raise InputError(f"settings must be one of {', '.join(SETTINGS)}, got {settings!r}")
+    bounds = check_choice(bounds, "bounds", MODES)
+    time_limit = check_float(time_limit, "time_limit", min_val=0.0, include_boundaries="right")
+    threads = check_int(threads, "threads", min_val=1)
+    seed = check_seed(seed)
+    clock = check_choice(clock, "clock", ("wall", "cpu"))
+    settings = check_choice(settings, "settings", SETTINGS)
+    decision = check_bool(decision, "decision")
+    attack_first = check_bool(attack_first, "attack_first")
+    margin_tol = check_float(margin_tol, "margin_tol", min_val=0.0)
     params = {**SETTINGS[settings], **(scip_params or {})}
     module, net = _as_network(model, task, relu)
     if task is not None and task != net.task:
         raise InputError(f"task={task!r} does not match the model ({net.task} classification)")
-    space, x_sub, subset, ei = build_space(net, data, budget=budget, global_budget=global_budget, strength=strength,
-                                           local_budget=local_budget, node=node, feature_lb=feature_lb,
-                                           feature_ub=feature_ub, max_nodes=max_nodes)
+    space, x_sub, subset, ei = build_space(
+        net,
+        data,
+        budget=budget,
+        global_budget=global_budget,
+        strength=strength,
+        local_budget=local_budget,
+        node=node,
+        feature_lb=feature_lb,
+        feature_ub=feature_ub,
+        max_nodes=max_nodes,
+    )
     x_full, _ = _graph_arrays(data)
     n_full = x_full.shape[0]
     clean = run_model(module, x_full, ei, net.task)
@@ -334,29 +470,33 @@ def certify(model, data, *, budget: float | None = 0.1, global_budget: int | Non
         targets = [t for t in range(C) if t != orig]
     else:
         targets = [target] if isinstance(target, (int, np.integer)) else list(target)
-        for t in targets:
-            if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or not 0 <= t < C or t == orig:
-                raise InputError(f"target must be a class in [0, {C}) other than the prediction {orig}, got {t!r}")
+        targets = [check_int(t, "target", min_val=0, max_val=C - 1) for t in targets]
+        if orig in targets:
+            raise InputError(f"target must be a class other than the prediction {orig}, got {orig}")
     b = compute_bounds(net, space, bounds)
     certs = []
     for t in targets:
         if attack_first and space.fixed_features:
-            cert = _greedy_certificate(module, net, space, x_full, subset, ei, n_full, orig, int(t), bounds, node,
-                                       clock, seed)
+            cert = _greedy_certificate(
+                module, net, space, x_full, subset, ei, n_full, orig, int(t), bounds, node, clock, seed
+            )
             if cert is not None:
                 certs.append(cert)
                 continue
         mip = CertificationMIP(net, space, b, orig, int(t), separator=(bounds == "abt"), clean_x=x_sub)
-        res = mip.solve(time_limit=time_limit, seed=seed, threads=threads, decision=decision, clock=clock,
-                        params=params)
-        certs.append(_interpret(res, module, net, space, x_full, subset, ei, n_full, orig, int(t), bounds, node,
-                                margin_tol))
+        res = mip.solve(
+            time_limit=time_limit, seed=seed, threads=threads, decision=decision, clock=clock, params=params
+        )
+        certs.append(
+            _interpret(res, module, net, space, x_full, subset, ei, n_full, orig, int(t), bounds, node, margin_tol)
+        )
         mip.free()
     return Report(certificates=certs, predicted=orig, task=net.task)
 
 
-def _greedy_certificate(module, net, space, x_full, subset, ei, n_full, orig, target, mode, node, clock,
-                        seed) -> Certificate | None:
+def _greedy_certificate(
+    module, net, space, x_full, subset, ei, n_full, orig, target, mode, node, clock, seed
+) -> Certificate | None:
     from .attacks import greedy_attack
 
     clk = time.process_time if clock == "cpu" else time.perf_counter
@@ -368,18 +508,46 @@ def _greedy_certificate(module, net, space, x_full, subset, ei, n_full, orig, ta
     checked = _model_margin(module, net, x_full, pei, orig, target, node)
     if not checked < 0:
         return None
-    return Certificate(verdict=NOT_ROBUST, predicted=orig, target=target, bounds=mode, margin_lower=-math.inf,
-                       margin_upper=float(margin), seconds=clk() - t0, build_seconds=0.0, nodes=0, lp_iterations=0,
-                       status="greedy attack", global_budget=space.global_budget, flips=pairs, added=added,
-                       removed=removed, checked_margin=checked, perturbed_edge_index=pei)
+    return Certificate(
+        verdict=NOT_ROBUST,
+        predicted=orig,
+        target=target,
+        bounds=mode,
+        margin_lower=-math.inf,
+        margin_upper=float(margin),
+        seconds=clk() - t0,
+        build_seconds=0.0,
+        nodes=0,
+        lp_iterations=0,
+        status="greedy attack",
+        global_budget=space.global_budget,
+        flips=pairs,
+        added=added,
+        removed=removed,
+        checked_margin=checked,
+        perturbed_edge_index=pei,
+    )
 
 
-def _interpret(res: SolveResult, module, net, space, x_full, subset, ei, n_full, orig, target, mode, node,
-               tol) -> Certificate:
-    cert = Certificate(verdict=UNKNOWN, predicted=orig, target=target, bounds=mode, margin_lower=res.dual,
-                       margin_upper=res.primal, seconds=res.seconds, build_seconds=res.build_seconds,
-                       nodes=res.nodes, lp_iterations=res.lp_iterations, status=res.status,
-                       global_budget=space.global_budget, local_cuts=res.local_cuts, global_cuts=res.global_cuts)
+def _interpret(
+    res: SolveResult, module, net, space, x_full, subset, ei, n_full, orig, target, mode, node, tol
+) -> Certificate:
+    cert = Certificate(
+        verdict=UNKNOWN,
+        predicted=orig,
+        target=target,
+        bounds=mode,
+        margin_lower=res.dual,
+        margin_upper=res.primal,
+        seconds=res.seconds,
+        build_seconds=res.build_seconds,
+        nodes=res.nodes,
+        lp_iterations=res.lp_iterations,
+        status=res.status,
+        global_budget=space.global_budget,
+        local_cuts=res.local_cuts,
+        global_cuts=res.global_cuts,
+    )
     if res.dual > tol:
         cert.verdict = ROBUST
         return cert
@@ -398,4 +566,14 @@ def _interpret(res: SolveResult, module, net, space, x_full, subset, ei, n_full,
     return cert
 
 
-__all__ = ["certify", "Certificate", "Report", "SETTINGS", "build_space", "compute_bounds", "ROBUST", "NOT_ROBUST", "UNKNOWN"]
+__all__ = [
+    "certify",
+    "Certificate",
+    "Report",
+    "SETTINGS",
+    "build_space",
+    "compute_bounds",
+    "ROBUST",
+    "NOT_ROBUST",
+    "UNKNOWN",
+]

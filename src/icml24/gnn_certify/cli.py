@@ -1,6 +1,6 @@
 """``icml24 gnn-certify``: certify a model (official JSON) on a graph (``.gcinfo`` / ``.ncinfo``).
 
-The lead wires the verb into ``icml24/cli.py``; :func:`add_arguments` lists its arguments and
+:func:`register` adds the verb to the core command line, :func:`add_arguments` lists its arguments and
 :func:`certify_command` runs it from the parsed ``argparse.Namespace``. Exit status: 0 robust, 1 not robust,
 3 unknown (time limit); bad input raises :class:`~icml24.errors.InputError` (the CLI prints one line, exit 2).
 """
@@ -9,60 +9,103 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 
 from ..errors import InputError
 from ..runs import atomic_write_json
+from ..validation import check_float, check_int, check_seed
 
 EXIT_ROBUST, EXIT_NOT_ROBUST, EXIT_UNKNOWN = 0, 1, 3
 
 
+def register(subparsers, parents) -> None:
+    """Add ``icml24 gnn-certify`` to the core command line (no heavy import here).
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+    parents : list of argparse.ArgumentParser
+    """
+    gc = subparsers.add_parser("gnn-certify", parents=parents, help="certify a GNN's robustness to edge flips (MIP)")
+    add_arguments(gc)
+    gc.set_defaults(func=certify_command)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The arguments of ``icml24 gnn-certify`` (defaults mirror the official experiments)."""
+    """Add the arguments of ``icml24 gnn-certify`` (defaults mirror the official experiments).
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        ``p`` itself.
+    """
     p.add_argument("--model", required=True, metavar="MODEL.json", help="official model JSON (model_MUTAG.json)")
     p.add_argument("--graph", required=True, metavar="GRAPH", help="instance file (.gcinfo or .ncinfo)")
-    p.add_argument("--budget", type=float, default=0.1,
-                   help="global budget as a fraction of edge_index entries, ceil(pct*E) (default 0.1)")
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=0.1,
+        help="global budget as a fraction of edge_index entries, ceil(pct*E) (default 0.1)",
+    )
     p.add_argument("--global-budget", type=int, default=None, help="global budget as a number of flips")
     p.add_argument("--strength", type=int, default=2, help="local attack strength s (default 2)")
     p.add_argument("--target", type=int, default=None, help="target class (default: every other class)")
     p.add_argument("--label-shift", type=int, default=None, help="official label shift k: target = (label+k) mod C")
     p.add_argument("--bounds", default="sbt", choices=["basic", "sbt", "abt"], help="bound mode (default sbt)")
-    p.add_argument("--settings", default="fast", choices=["fast", "official"],
-                   help="SCIP settings: official .set files, or fast (also aggregation separator off)")
+    p.add_argument(
+        "--settings",
+        default="fast",
+        choices=["fast", "official"],
+        help="SCIP settings: official .set files, or fast (also aggregation separator off)",
+    )
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds per target class (default 60)")
     p.add_argument("--threads", type=int, default=1, help="SCIP/LP threads (default 1)")
     p.add_argument("--seed", type=int, default=0, help="SCIP random seed shift (default 0)")
     p.add_argument("--max-nodes", type=int, default=64, help="refuse larger graphs (default 64)")
-    p.add_argument("--attack-first", action="store_true",
-                   help="try a fast greedy attack before the MIP (not in the paper; it can only find not_robust)")
+    p.add_argument(
+        "--attack-first",
+        action="store_true",
+        help="try a fast greedy attack before the MIP (not in the paper; it can only find not_robust)",
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--out", default=None, metavar="FILE.json", help="also write the report to this file")
     return p
 
 
 def _check(args) -> None:
-    for name in ("budget", "time_limit"):
-        v = getattr(args, name)
-        if not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise InputError(f"--{name.replace('_', '-')} must be a finite number, got {v!r}")
-    if args.budget < 0:
-        raise InputError(f"--budget must be >= 0, got {args.budget}")
-    if args.global_budget is not None and args.global_budget < 0:
-        raise InputError(f"--global-budget must be >= 0, got {args.global_budget}")
-    if args.strength < 0:
-        raise InputError(f"--strength must be >= 0, got {args.strength}")
-    if args.time_limit <= 0:
-        raise InputError(f"--time-limit must be > 0, got {args.time_limit}")
-    if args.threads < 1 or args.seed < 0 or args.max_nodes < 1:
-        raise InputError("--threads and --max-nodes must be >= 1 and --seed >= 0")
+    check_float(args.budget, "--budget", min_val=0.0)
+    check_int(args.global_budget, "--global-budget", min_val=0, allow_none=True)
+    check_int(args.strength, "--strength", min_val=0)
+    check_float(args.time_limit, "--time-limit", min_val=0.0, include_boundaries="right")
+    check_int(args.threads, "--threads", min_val=1)
+    check_seed(args.seed, "--seed")
+    check_int(args.max_nodes, "--max-nodes", min_val=1)
     if args.target is not None and args.label_shift is not None:
         raise InputError("give --target or --label-shift, not both")
 
 
 def certify_command(args: argparse.Namespace) -> int:
-    """Run the verb; prints one line per target class (or JSON) and returns the exit status."""
+    """Run the verb: certify, print one line per target class (or JSON), optionally write the report.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed by a parser built with :func:`add_arguments`.
+
+    Returns
+    -------
+    int
+        :data:`EXIT_ROBUST` (0), :data:`EXIT_NOT_ROBUST` (1) or :data:`EXIT_UNKNOWN` (3).
+
+    Raises
+    ------
+    InputError
+        Bad arguments or files (the CLI prints one line and exits 2).
+    """
     from ..threads import single_thread
     from .certify import NOT_ROBUST, ROBUST, certify
     from .io import load_model_json, read_instance
@@ -79,33 +122,58 @@ def certify_command(args: argparse.Namespace) -> int:
     if net.task == "node" and node is None:
         raise InputError(f"{args.graph} has no target node, but the model classifies nodes", "use a .ncinfo file")
     with single_thread():
-        report = certify(model, inst.data, budget=None if args.global_budget is not None else args.budget,
-                         global_budget=args.global_budget, strength=args.strength, target=target, node=node,
-                         bounds=args.bounds, time_limit=args.time_limit, seed=args.seed, threads=args.threads,
-                         max_nodes=args.max_nodes, settings=args.settings, attack_first=args.attack_first)
-    payload = {"model": str(Path(args.model)), "graph": str(Path(args.graph)), "bounds": args.bounds,
-               "settings": args.settings, "predicted": report.predicted, "instance_label": inst.label,
-               "verdict": report.verdict, "certificates": [c.as_dict() for c in report.certificates]}
+        report = certify(
+            model,
+            inst.data,
+            budget=None if args.global_budget is not None else args.budget,
+            global_budget=args.global_budget,
+            strength=args.strength,
+            target=target,
+            node=node,
+            bounds=args.bounds,
+            time_limit=args.time_limit,
+            seed=args.seed,
+            threads=args.threads,
+            max_nodes=args.max_nodes,
+            settings=args.settings,
+            attack_first=args.attack_first,
+        )
+    payload = {
+        "model": str(Path(args.model)),
+        "graph": str(Path(args.graph)),
+        "bounds": args.bounds,
+        "settings": args.settings,
+        "predicted": report.predicted,
+        "instance_label": inst.label,
+        "verdict": report.verdict,
+        "certificates": [c.as_dict() for c in report.certificates],
+    }
     if args.out:
         atomic_write_json(args.out, payload)
     if args.json:
         print(json.dumps(payload, indent=2, default=float))
     else:
         n = inst.data.num_nodes
-        print(f"{Path(args.graph).name}: {n} nodes, {inst.edge_entries // (1 if net.task == 'node' else 2)} "
-              f"{'arcs' if net.task == 'node' else 'edges'}; model predicts {report.predicted} "
-              f"(file label {inst.label}); bounds {args.bounds}")
+        print(
+            f"{Path(args.graph).name}: {n} nodes, {inst.edge_entries // (1 if net.task == 'node' else 2)} "
+            f"{'arcs' if net.task == 'node' else 'edges'}; model predicts {report.predicted} "
+            f"(file label {inst.label}); bounds {args.bounds}"
+        )
         for c in report.certificates:
-            line = (f"target {c.target}: {c.verdict:<10} margin in [{c.margin_lower:.4g}, {c.margin_upper:.4g}]  "
-                    f"{c.seconds:.2f} s  {c.nodes} nodes  budget {c.global_budget}")
+            line = (
+                f"target {c.target}: {c.verdict:<10} margin in [{c.margin_lower:.4g}, {c.margin_upper:.4g}]  "
+                f"{c.seconds:.2f} s  {c.nodes} nodes  budget {c.global_budget}"
+            )
             print(line)
             if c.verdict == NOT_ROBUST:
-                print(f"  added {c.added or '-'}  removed {c.removed or '-'}  "
-                      f"(checked by the model: logit margin {c.checked_margin:.4g})")
+                print(
+                    f"  added {c.added or '-'}  removed {c.removed or '-'}  "
+                    f"(checked by the model: logit margin {c.checked_margin:.4g})"
+                )
         print(f"verdict: {report.verdict}")
     if report.verdict == ROBUST:
         return EXIT_ROBUST
     return EXIT_NOT_ROBUST if report.verdict == NOT_ROBUST else EXIT_UNKNOWN
 
 
-__all__ = ["add_arguments", "certify_command", "EXIT_ROBUST", "EXIT_NOT_ROBUST", "EXIT_UNKNOWN"]
+__all__ = ["register", "add_arguments", "certify_command", "EXIT_ROBUST", "EXIT_NOT_ROBUST", "EXIT_UNKNOWN"]

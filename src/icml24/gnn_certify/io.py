@@ -24,15 +24,28 @@ import torch
 
 from ..data import data_root
 from ..errors import DataUnavailable, InputError
-from .network import GRAPH, NODE, DenseLayer, SageLayer, SageNetwork, _check_shapes, module_from_network
+from ..validation import check_int
+from .network import GRAPH, NODE, DenseLayer, SageLayer, SageNetwork, check_shapes, module_from_network
 
 SOURCE = "github.com/christopherhojny/SCIP-MPNN, data_experiments/ (Apache-2.0)"
 
 
 @dataclass(frozen=True)
 class GraphInstance:
-    """One instance file: the graph as a PyG ``Data`` (``x``, ``edge_index``), the label the official model
-    predicted, the number of classes, and (node classification) the target node."""
+    """One instance file (``.gcinfo`` / ``.ncinfo``).
+
+    Parameters
+    ----------
+    data : torch_geometric.data.Data
+        ``x`` (float32 [n, F], binary) and ``edge_index`` (the file's edge list).
+    label : int
+        The class the official model predicted (not the ground truth).
+    num_classes : int
+    node : int or None
+        Node classification: the target node.
+    path : pathlib.Path, optional
+        Where it was read from.
+    """
 
     data: object
     label: int
@@ -70,9 +83,26 @@ def _vector(obj, size: int, path, name: str) -> np.ndarray:
 
 
 def network_from_json(obj: object, path: str | os.PathLike = "<json>") -> SageNetwork:
-    """The network of an official model JSON (already parsed)."""
+    """The network of an official model JSON (already parsed), checked layer by layer.
+
+    Parameters
+    ----------
+    obj : object
+        The parsed JSON: ``[{"L": k}, layer_1, ..., layer_k]``.
+    path : str or os.PathLike, default "<json>"
+        Named in error messages.
+
+    Returns
+    -------
+    SageNetwork
+
+    Raises
+    ------
+    InputError
+        Naming the file and what is malformed.
+    """
     if not isinstance(obj, list) or not obj or not isinstance(obj[0], dict) or "L" not in obj[0]:
-        raise _bad(path, "expected a list starting with {\"L\": <number of layers>}")
+        raise _bad(path, 'expected a list starting with {"L": <number of layers>}')
     n_layers = obj[0]["L"]
     if not isinstance(n_layers, int) or n_layers != len(obj) - 1 or n_layers < 1:
         raise _bad(path, f"L = {n_layers!r} does not match the {len(obj) - 1} layers that follow")
@@ -94,8 +124,14 @@ def network_from_json(obj: object, path: str | os.PathLike = "<json>") -> SageNe
                 raise _bad(path, f"layer {i} (sage) needs in_channels, out_channels, w1, w2, b, activation") from None
             if not isinstance(relu, bool):
                 raise _bad(path, f"layer {i}: activation must be true or false")
-            sage.append(SageLayer(_matrix(w1, fo, fi, path, f"layer {i} w1"), _matrix(w2, fo, fi, path, f"layer {i} w2"),
-                                  _vector(b, fo, path, f"layer {i} b"), relu))
+            sage.append(
+                SageLayer(
+                    _matrix(w1, fo, fi, path, f"layer {i} w1"),
+                    _matrix(w2, fo, fi, path, f"layer {i} w2"),
+                    _vector(b, fo, path, f"layer {i} b"),
+                    relu,
+                )
+            )
         elif kind == "add_pool":
             if pooled or not sage:
                 raise _bad(path, f"layer {i}: add_pool must follow the sage layers, once")
@@ -110,8 +146,13 @@ def network_from_json(obj: object, path: str | os.PathLike = "<json>") -> SageNe
                 raise _bad(path, f"layer {i} (dense) needs in_channels, out_channels, w, b, activation") from None
             if not isinstance(relu, bool):
                 raise _bad(path, f"layer {i}: activation must be true or false")
-            dense.append(DenseLayer(_matrix(layer.get("w"), fo, fi, path, f"layer {i} w"),
-                                    _vector(layer.get("b"), fo, path, f"layer {i} b"), relu))
+            dense.append(
+                DenseLayer(
+                    _matrix(layer.get("w"), fo, fi, path, f"layer {i} w"),
+                    _vector(layer.get("b"), fo, path, f"layer {i} b"),
+                    relu,
+                )
+            )
         else:
             raise _bad(path, f"layer {i}: unsupported layer type {kind!r} (sage, add_pool, dense)")
     if not sage:
@@ -120,14 +161,25 @@ def network_from_json(obj: object, path: str | os.PathLike = "<json>") -> SageNe
         raise _bad(path, "add_pool without a dense layer after it")
     net = SageNetwork(sage=tuple(sage), dense=tuple(dense), task=GRAPH if pooled else NODE)
     try:
-        _check_shapes(net)
+        check_shapes(net)
     except InputError as exc:
         raise _bad(path, exc.message) from None
     return net
 
 
 def load_model_json(path: str | os.PathLike) -> tuple[torch.nn.Module, SageNetwork]:
-    """Read an official ``model_*.json`` into a PyG module (float32, eval mode) and its :class:`SageNetwork`."""
+    """Read an official ``model_*.json``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+
+    Returns
+    -------
+    model : torch.nn.Module
+        A PyG module computing the network (float32, eval mode).
+    net : SageNetwork
+    """
     path = Path(path)
     if not path.is_file():
         raise InputError(f"model file {path} does not exist")
@@ -147,7 +199,21 @@ def _ints(tokens: list[str], path, what: str) -> list[int]:
 
 
 def read_instance(path: str | os.PathLike) -> GraphInstance:
-    """Read a ``.gcinfo`` (graph classification) or ``.ncinfo`` (node classification) instance file."""
+    """Read a ``.gcinfo`` (graph classification) or ``.ncinfo`` (node classification) instance file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+
+    Returns
+    -------
+    GraphInstance
+
+    Raises
+    ------
+    InputError
+        A missing or malformed file, naming the line that is wrong.
+    """
     from torch_geometric.data import Data
 
     path = Path(path)
@@ -192,28 +258,84 @@ def read_instance(path: str | os.PathLike) -> GraphInstance:
 
 # ------------------------------------------------------------------------------------------ MUTAG
 def mutag_dir(root: str | os.PathLike | None = None) -> Path:
+    """Where the official MUTAG artefacts live: ``<data root>/scip_mpnn/MUTAG``.
+
+    Parameters
+    ----------
+    root : str or os.PathLike, optional
+        The data root (default ``$ICML24_DATA``, else ``~/.cache/icml24``).
+
+    Returns
+    -------
+    pathlib.Path
+    """
     return data_root(root) / "scip_mpnn" / "MUTAG"
 
 
 def mutag_model(root: str | os.PathLike | None = None) -> tuple[torch.nn.Module, SageNetwork]:
-    """The paper's trained MUTAG model (``model_MUTAG.json``) from the data root."""
+    """The paper's trained MUTAG model (``model_MUTAG.json``) from the data root.
+
+    Parameters
+    ----------
+    root : str or os.PathLike, optional
+        The data root.
+
+    Returns
+    -------
+    model : torch.nn.Module
+    net : SageNetwork
+
+    Raises
+    ------
+    DataUnavailable
+        When the file is not there, saying where to get it.
+    """
     folder = mutag_dir(root)
     path = folder / "model_MUTAG.json"
     if not path.is_file():
-        raise DataUnavailable(f"MUTAG model is not in the data root: missing model_MUTAG.json in {folder}",
-                              f"copy data_experiments/trained_models/model_MUTAG.json from {SOURCE}")
+        raise DataUnavailable(
+            f"MUTAG model is not in the data root: missing model_MUTAG.json in {folder}",
+            f"copy data_experiments/trained_models/model_MUTAG.json from {SOURCE}",
+        )
     return load_model_json(path)
 
 
 def mutag_instance(index: int, root: str | os.PathLike | None = None) -> GraphInstance:
-    """MUTAG graph ``index`` (0-187) as the official ``graph_MUTAG_<index>.gcinfo``."""
+    """MUTAG graph ``index`` as the official ``graph_MUTAG_<index>.gcinfo``.
+
+    Parameters
+    ----------
+    index : int
+        0-187.
+    root : str or os.PathLike, optional
+        The data root.
+
+    Returns
+    -------
+    GraphInstance
+
+    Raises
+    ------
+    DataUnavailable
+        When the file is not there, saying where to get it.
+    """
+    index = check_int(index, "index", min_val=0)
     folder = mutag_dir(root) / "instances"
-    path = folder / f"graph_MUTAG_{int(index)}.gcinfo"
+    path = folder / f"graph_MUTAG_{index}.gcinfo"
     if not path.is_file():
-        raise DataUnavailable(f"MUTAG instance is not in the data root: missing {path.name} in {folder}",
-                              f"copy data_experiments/graph_classification_instances/ from {SOURCE}")
+        raise DataUnavailable(
+            f"MUTAG instance is not in the data root: missing {path.name} in {folder}",
+            f"copy data_experiments/graph_classification_instances/ from {SOURCE}",
+        )
     return read_instance(path)
 
 
-__all__ = ["GraphInstance", "network_from_json", "load_model_json", "read_instance", "mutag_dir", "mutag_model",
-           "mutag_instance"]
+__all__ = [
+    "GraphInstance",
+    "network_from_json",
+    "load_model_json",
+    "read_instance",
+    "mutag_dir",
+    "mutag_model",
+    "mutag_instance",
+]

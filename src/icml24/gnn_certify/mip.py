@@ -47,7 +47,26 @@ EFFICACY = 1e-4  # SCIPisEfficacious with the default separating/minefficacy(roo
 
 @dataclass
 class SolveResult:
-    """What one SCIP run returned."""
+    """What one SCIP run returned.
+
+    Parameters
+    ----------
+    status : str
+        SCIP's status ("optimal", "timelimit", "gaplimit", ...).
+    primal, dual : float
+        Best attack's margin (``inf`` when none) and the dual bound on the minimum margin.
+    seconds, build_seconds : float
+        Solve time (the chosen clock) and time to build the model.
+    nodes, lp_iterations : int
+    flips : bool array [S] or None
+        The best solution's flips.
+    x : float array or None
+        The best solution's features (feature boxes).
+    local_cuts, global_cuts, separator_calls : int
+        What the abt separator did.
+    stats : dict
+        Further counters.
+    """
 
     status: str
     primal: float
@@ -82,8 +101,19 @@ class _Assignment:
         self.pairs.append((var, value))
 
 
-def _needed_nodes(net: SageNetwork, space: AttackSpace) -> list[np.ndarray]:
-    """bool [n] per SAGE layer: whose output is modelled (all nodes, or those reaching the target)."""
+def needed_nodes(net: SageNetwork, space: AttackSpace) -> list[np.ndarray]:
+    """Whose output each SAGE layer models: all nodes (graph task), or those reaching the target node.
+
+    Parameters
+    ----------
+    net : SageNetwork
+    space : AttackSpace
+
+    Returns
+    -------
+    list of bool arrays [n]
+        One per SAGE layer.
+    """
     n, L = space.n, len(net.sage)
     if net.task == GRAPH:
         return [np.ones(n, dtype=bool) for _ in range(L)]
@@ -102,30 +132,58 @@ class CertificationMIP:
 
     Parameters
     ----------
-    net, space : the network and the attack space.
-    bounds : :class:`~icml24.gnn_certify.bounds.Bounds` used for big-Ms and variable bounds (basic or sbt).
-    orig, target : classes; the objective is ``logit[orig] - logit[target]``.
-    separator : add the abt separator (recomputes topology bounds at every node from the local bounds of
-        the adjacency variables and separates ReLU and product rows with them; official
-        ``separating/ReLUrc/freq = 1``, ``expbackoff = 1``).
-    clean_x : features of the unperturbed graph (for the starting solution).
+    net : SageNetwork
+    space : AttackSpace
+    bounds : Bounds
+        Used for big-Ms and variable bounds (basic or sbt).
+    orig, target : int
+        Classes; the objective is ``logit[orig] - logit[target]``.
+    separator : bool, default False
+        Add the abt separator (recomputes topology bounds at every node from the local bounds of the adjacency
+        variables and separates ReLU and product rows with them; official ``separating/ReLUrc/freq = 1``,
+        ``expbackoff = 1``).
+    clean_x : float array [n, F], optional
+        Features of the unperturbed graph (for the starting solution).
+    warm_start : bool, default True
+        Hand SCIP the unperturbed graph as a starting solution.
+
+    References
+    ----------
+    Hojny, Zhang, Campos, Misener (ICML 2024), §3, eqs. (2)-(4); official ``probdata_robustclassify.c``.
     """
 
-    def __init__(self, net: SageNetwork, space: AttackSpace, bounds: Bounds, orig: int, target: int,
-                 separator: bool = False, clean_x: np.ndarray | None = None, warm_start: bool = True) -> None:
+    def __init__(
+        self,
+        net: SageNetwork,
+        space: AttackSpace,
+        bounds: Bounds,
+        orig: int,
+        target: int,
+        separator: bool = False,
+        clean_x: np.ndarray | None = None,
+        warm_start: bool = True,
+    ) -> None:
         t0 = time.perf_counter()
         self.net, self.space, self.bounds = net, space, bounds
         self.orig, self.target = int(orig), int(target)
         self.model = Model("gnn_certify")
         self.model.hideOutput()
-        self.need = _needed_nodes(net, space)
+        self.need = needed_nodes(net, space)
         self.clean_x = space.x_lb if clean_x is None else np.asarray(clean_x, dtype=np.float64)
         self._build()
         self.sepa: _TopologySepa | None = None
         if separator:
             self.sepa = _TopologySepa(self)
-            self.model.includeSepa(self.sepa, "ReLUrc", "topology-based bounds tightening (abt)", priority=0,
-                                   freq=1, maxbounddist=1.0, usessubscip=False, delay=False)
+            self.model.includeSepa(
+                self.sepa,
+                "ReLUrc",
+                "topology-based bounds tightening (abt)",
+                priority=0,
+                freq=1,
+                maxbounddist=1.0,
+                usessubscip=False,
+                delay=False,
+            )
             self.model.setParam("separating/ReLUrc/expbackoff", 1)
         if warm_start:
             self._add_clean_solution()
@@ -151,7 +209,6 @@ class CertificationMIP:
                 m.addCons(quicksum(flips[s] for s in idx) <= int(sp.local_budget[v]), name=f"localbudget{v}")
 
         fixed_input = sp.fixed_features
-        L = len(net.sage)
         # the input layer
         in_need = self.need[0].copy()
         in_need[sp.msg_src[in_need[sp.msg_dst]]] = True
@@ -173,7 +230,7 @@ class CertificationMIP:
             Fi, Fo = layer.in_features, layer.out_features
             msg_on = need[sp.msg_dst]
             z = np.empty((len(sp.msg_src), Fi), dtype=object)
-            linear_in_a = (l == 0 and fixed_input)
+            linear_in_a = l == 0 and fixed_input
             if not linear_in_a:
                 zl, zh = b.aux_lo[l], b.aux_hi[l]
                 for mi in np.flatnonzero(msg_on & ~frozen[sp.msg_slot]):
@@ -198,8 +255,10 @@ class CertificationMIP:
             s = np.empty((n, Fo), dtype=object)
             plo, phi = b.pre_lo[l], b.pre_hi[l]
             into = [np.flatnonzero(msg_on & (sp.msg_dst == v) & ~frozen[sp.msg_slot]) for v in range(n)]
-            fixed_in = [np.flatnonzero(msg_on & (sp.msg_dst == v) & frozen[sp.msg_slot] & present[sp.msg_slot])
-                        for v in range(n)]
+            fixed_in = [
+                np.flatnonzero(msg_on & (sp.msg_dst == v) & frozen[sp.msg_slot] & present[sp.msg_slot])
+                for v in range(n)
+            ]
             if linear_in_a:
                 xr = sp.x_lb
                 root = xr @ layer.w_root.T + layer.bias  # [n, Fo]
@@ -207,17 +266,30 @@ class CertificationMIP:
             for v in np.flatnonzero(need):
                 for f in range(Fo):
                     if linear_in_a:
-                        expr = quicksum(float(msg_c[sp.msg_src[mi], f]) * self.a[sp.msg_slot[mi]] for mi in into[v]
-                                        if msg_c[sp.msg_src[mi], f] != 0.0)
+                        expr = quicksum(
+                            float(msg_c[sp.msg_src[mi], f]) * self.a[sp.msg_slot[mi]]
+                            for mi in into[v]
+                            if msg_c[sp.msg_src[mi], f] != 0.0
+                        )
                         const = float(root[v, f] + sum(msg_c[sp.msg_src[mi], f] for mi in fixed_in[v]))
                     else:
-                        terms = [float(layer.w_root[f, g]) * prev_h[v, g] for g in range(Fi)
-                                 if prev_h[v, g] is not None and layer.w_root[f, g] != 0.0]
-                        terms += [float(layer.w_nbr[f, g]) * z[mi, g] for mi in into[v] for g in range(Fi)
-                                  if z[mi, g] is not None and layer.w_nbr[f, g] != 0.0]
-                        terms += [float(layer.w_nbr[f, g]) * prev_h[sp.msg_src[mi], g] for mi in fixed_in[v]
-                                  for g in range(Fi) if prev_h[sp.msg_src[mi], g] is not None
-                                  and layer.w_nbr[f, g] != 0.0]
+                        terms = [
+                            float(layer.w_root[f, g]) * prev_h[v, g]
+                            for g in range(Fi)
+                            if prev_h[v, g] is not None and layer.w_root[f, g] != 0.0
+                        ]
+                        terms += [
+                            float(layer.w_nbr[f, g]) * z[mi, g]
+                            for mi in into[v]
+                            for g in range(Fi)
+                            if z[mi, g] is not None and layer.w_nbr[f, g] != 0.0
+                        ]
+                        terms += [
+                            float(layer.w_nbr[f, g]) * prev_h[sp.msg_src[mi], g]
+                            for mi in fixed_in[v]
+                            for g in range(Fi)
+                            if prev_h[sp.msg_src[mi], g] is not None and layer.w_nbr[f, g] != 0.0
+                        ]
                         expr = quicksum(terms)
                         const = float(layer.bias[f])
                     lo_, hi_ = float(plo[v, f]), float(phi[v, f])
@@ -339,10 +411,35 @@ class CertificationMIP:
         self.model.addSol(sol, free=True)
 
     # ------------------------------------------------------------------------------------------ solve
-    def solve(self, time_limit: float = 60.0, seed: int = 0, threads: int = 1, decision: bool = True,
-              clock: str = "wall", params: dict | None = None) -> SolveResult:
-        """Solve; ``decision=True`` stops once the sign of the optimum is proven (``limits/gap = inf``),
-        ``False`` solves to optimality (``limits/gap = 0``)."""
+    def solve(
+        self,
+        time_limit: float = 60.0,
+        seed: int = 0,
+        threads: int = 1,
+        decision: bool = True,
+        clock: str = "wall",
+        params: dict | None = None,
+    ) -> SolveResult:
+        """Solve with SCIP.
+
+        Parameters
+        ----------
+        time_limit : float, default 60
+            Seconds on ``clock``.
+        seed : int, default 0
+            SCIP's random seed shift.
+        threads : int, default 1
+        decision : bool, default True
+            Stop once the sign of the optimum is proven (``limits/gap = inf``); False solves to optimality
+            (``limits/gap = 0``).
+        clock : {"wall", "cpu"}, default "wall"
+        params : dict, optional
+            Further SCIP parameters.
+
+        Returns
+        -------
+        SolveResult
+        """
         m = self.model
         m.setParam("limits/time", float(time_limit))
         m.setParam("limits/gap", 1e20 if decision else 0.0)
@@ -361,17 +458,27 @@ class CertificationMIP:
         flips = x = None
         if m.getNSols() > 0:
             best = m.getBestSol()
-            a = np.array([self.space.slot_present[s] if v is None else m.getSolVal(best, v) > 0.5
-                          for s, v in enumerate(self.a)], dtype=bool)
+            a = np.array(
+                [self.space.slot_present[s] if v is None else m.getSolVal(best, v) > 0.5 for s, v in enumerate(self.a)],
+                dtype=bool,
+            )
             flips = a != self.space.slot_present
             if not self.space.fixed_features:
                 x = self.clean_x.copy()
                 for v, g in zip(*np.nonzero(_has(self.x))):
                     x[v, g] = m.getSolVal(best, self.x[v, g])
                 x = np.clip(x, self.space.x_lb, self.space.x_ub)  # SCIP may overshoot by its tolerance
-        res = SolveResult(status=status, primal=float(primal), dual=float(dual), seconds=float(m.getSolvingTime()),
-                          build_seconds=self.build_seconds, nodes=int(m.getNNodes()),
-                          lp_iterations=int(m.getNLPIterations()), flips=flips, x=x)
+        res = SolveResult(
+            status=status,
+            primal=float(primal),
+            dual=float(dual),
+            seconds=float(m.getSolvingTime()),
+            build_seconds=self.build_seconds,
+            nodes=int(m.getNNodes()),
+            lp_iterations=int(m.getNLPIterations()),
+            flips=flips,
+            x=x,
+        )
         if self.sepa is not None:
             res.local_cuts, res.global_cuts = self.sepa.n_local, self.sepa.n_global
             res.separator_calls = self.sepa.calls
@@ -386,6 +493,16 @@ class CertificationMIP:
 
 
 def space_target(space: AttackSpace) -> int:
+    """The target node of a node-classification space.
+
+    Parameters
+    ----------
+    space : AttackSpace
+
+    Returns
+    -------
+    int
+    """
     if space.target_node is None:
         raise ValueError("node classification needs a target node")
     return int(space.target_node)
@@ -422,8 +539,15 @@ class _TopologySepa(Sepa):
             for d_i in range(len(mip.net.dense)):
                 for f, sv in enumerate(mip.dense_s[d_i]):
                     if sv is not None:
-                        self.dense.append((d_i, f, m.getTransformedVar(mip.dense_h[d_i][f]),
-                                           m.getTransformedVar(mip.dense_pre[d_i][f]), m.getTransformedVar(sv)))
+                        self.dense.append(
+                            (
+                                d_i,
+                                f,
+                                m.getTransformedVar(mip.dense_h[d_i][f]),
+                                m.getTransformedVar(mip.dense_pre[d_i][f]),
+                                m.getTransformedVar(sv),
+                            )
+                        )
         # index lists of what can be separated
         self.relu_idx = [np.argwhere(_has(s)) for s in self.s]
         self.z_idx = [np.argwhere(_has(z)) for z in self.z]
@@ -491,8 +615,11 @@ class _TopologySepa(Sepa):
                     emit(f"relu_sparse_{l}_{v}_{f}", [(self.h[l][v, f], 1.0), (self.s[l][v, f], -float(hi[i]))], 0.0)
                 for i in np.flatnonzero(viol_dense > EFFICACY):
                     v, f = idx[i]
-                    emit(f"relu_dense_{l}_{v}_{f}", [(self.h[l][v, f], 1.0), (self.pre[l][v, f], -1.0),
-                                                     (self.s[l][v, f], -float(lo[i]))], -float(lo[i]))
+                    emit(
+                        f"relu_dense_{l}_{v}_{f}",
+                        [(self.h[l][v, f], 1.0), (self.pre[l][v, f], -1.0), (self.s[l][v, f], -float(lo[i]))],
+                        -float(lo[i]),
+                    )
             # product rows with the local bounds of h_u and z
             zi = self.z_idx[l]
             if len(zi):
@@ -535,4 +662,4 @@ class _TopologySepa(Sepa):
         return {"result": SCIP_RESULT.SEPARATED if added else SCIP_RESULT.DIDNOTFIND}
 
 
-__all__ = ["CertificationMIP", "SolveResult"]
+__all__ = ["CertificationMIP", "SolveResult", "needed_nodes", "space_target"]

@@ -29,19 +29,32 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import InputError
+from ..validation import check_int, check_probability, check_seed
 
 GRAPH, NODE = "graph", "node"
 
 
 # ------------------------------------------------------------------------------------------- PyG modules
-def _sum_sage_stack(who: str, in_channels: int, num_classes: int, hidden_channels: int, num_layers: int,
-                    relu: Sequence[bool] | None, dims: list[int]) -> tuple[tuple[bool, ...], nn.ModuleList]:
+def _sum_sage_stack(
+    who: str,
+    in_channels: int,
+    num_classes: int,
+    hidden_channels: int,
+    num_layers: int,
+    relu: Sequence[bool] | None,
+    dims: list[int],
+) -> tuple[tuple[bool, ...], nn.ModuleList]:
     """Validated ReLU flags (default: after all but the last layer) and ``SAGEConv(aggr="sum")`` layers of widths
     ``dims``."""
     from torch_geometric.nn import SAGEConv
 
-    if min(in_channels, num_classes, hidden_channels, num_layers) < 1:
-        raise InputError(f"{who}: channels, classes and layers must be >= 1")
+    for value, name in (
+        (in_channels, "in_channels"),
+        (num_classes, "num_classes"),
+        (hidden_channels, "hidden_channels"),
+        (num_layers, "num_layers"),
+    ):
+        check_int(value, f"{who}: {name}", min_val=1)
     flags = tuple(bool(r) for r in (relu if relu is not None else [True] * (num_layers - 1) + [False]))
     if len(flags) != num_layers:
         raise InputError(f"relu must have {num_layers} entries, got {len(flags)}")
@@ -66,12 +79,26 @@ class SAGEGraphClassifier(nn.Module):
         Dropout before the dense layer at training time (official 0.5).
     """
 
-    def __init__(self, in_channels: int, num_classes: int, hidden_channels: int = 16, num_layers: int = 3,
-                 relu: Sequence[bool] | None = None, dropout: float = 0.5) -> None:
+    def __init__(
+        self,
+        in_channels: int,
+        num_classes: int,
+        hidden_channels: int = 16,
+        num_layers: int = 3,
+        relu: Sequence[bool] | None = None,
+        dropout: float = 0.5,
+    ) -> None:
         super().__init__()
-        self.relu, self.convs = _sum_sage_stack("SAGEGraphClassifier", in_channels, num_classes, hidden_channels,
-                                                num_layers, relu, [in_channels] + [hidden_channels] * num_layers)
-        self.dropout = float(dropout)
+        self.relu, self.convs = _sum_sage_stack(
+            "SAGEGraphClassifier",
+            in_channels,
+            num_classes,
+            hidden_channels,
+            num_layers,
+            relu,
+            [in_channels] + [hidden_channels] * num_layers,
+        )
+        self.dropout = check_probability(dropout, "dropout")
         self.lin = nn.Linear(hidden_channels, num_classes)
 
     def forward(self, x: Tensor, edge_index: Tensor, batch: Tensor | None = None) -> Tensor:
@@ -88,15 +115,37 @@ class SAGEGraphClassifier(nn.Module):
 
 class SAGENodeClassifier(nn.Module):
     """The official node-classification MPNN: sum-SAGE layers with ReLU (and dropout) between them
-    (``generate_basic_instance_files_nodeclassification.py``: 2 layers, hidden 32)."""
+    (``generate_basic_instance_files_nodeclassification.py``).
 
-    def __init__(self, in_channels: int, num_classes: int, hidden_channels: int = 32, num_layers: int = 2,
-                 relu: Sequence[bool] | None = None, dropout: float = 0.5) -> None:
+    Parameters
+    ----------
+    in_channels, num_classes : int
+        Input features (Cora 1433) and classes; the last SAGE layer outputs the logits.
+    hidden_channels : int
+        Width of the hidden SAGE layers (official 32).
+    num_layers : int
+        SAGE layers (official 2).
+    relu : sequence of bool, optional
+        ReLU after each SAGE layer; default: all but the last (official).
+    dropout : float
+        Dropout between layers at training time (official 0.5).
+    """
+
+    def __init__(
+        self,
+        in_channels: int,
+        num_classes: int,
+        hidden_channels: int = 32,
+        num_layers: int = 2,
+        relu: Sequence[bool] | None = None,
+        dropout: float = 0.5,
+    ) -> None:
         super().__init__()
         dims = [in_channels] + [hidden_channels] * (num_layers - 1) + [num_classes]
-        self.relu, self.convs = _sum_sage_stack("SAGENodeClassifier", in_channels, num_classes, hidden_channels,
-                                                num_layers, relu, dims)
-        self.dropout = float(dropout)
+        self.relu, self.convs = _sum_sage_stack(
+            "SAGENodeClassifier", in_channels, num_classes, hidden_channels, num_layers, relu, dims
+        )
+        self.dropout = check_probability(dropout, "dropout")
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
         for i, (conv, r) in enumerate(zip(self.convs, self.relu)):
@@ -111,7 +160,16 @@ class SAGENodeClassifier(nn.Module):
 # ------------------------------------------------------------------------------------------- numpy side
 @dataclass(frozen=True)
 class SageLayer:
-    """``pre_v = w_root @ h_v + w_nbr @ sum_{u -> v} h_u + bias``; ``relu`` says whether ReLU follows."""
+    """One SAGE layer: ``pre_v = w_root @ h_v + w_nbr @ sum_{u -> v} h_u + bias`` (paper eq. (1), sum aggregation).
+
+    Parameters
+    ----------
+    w_root, w_nbr : float array [out, in]
+        Root (the JSON's ``w1``, PyG's ``lin_r``) and neighbour (``w2``, ``lin_l``) weights.
+    bias : float array [out]
+    relu : bool
+        Whether ReLU follows.
+    """
 
     w_root: np.ndarray  # [out, in]
     w_nbr: np.ndarray  # [out, in]
@@ -129,7 +187,15 @@ class SageLayer:
 
 @dataclass(frozen=True)
 class DenseLayer:
-    """``pre = weight @ h + bias`` on the pooled vector, ReLU when ``relu``."""
+    """A dense layer on the pooled vector: ``pre = weight @ h + bias``.
+
+    Parameters
+    ----------
+    weight : float array [out, in]
+    bias : float array [out]
+    relu : bool
+        Whether ReLU follows.
+    """
 
     weight: np.ndarray  # [out, in]
     bias: np.ndarray  # [out]
@@ -140,8 +206,14 @@ class DenseLayer:
 class SageNetwork:
     """A sum-SAGE network as the MIP sees it (float64 weights).
 
-    ``task == "graph"``: SAGE layers, global add-pool, dense layers (logits). ``task == "node"``: SAGE
-    layers only; the logits of a node are its last-layer outputs.
+    Parameters
+    ----------
+    sage : tuple of SageLayer
+    dense : tuple of DenseLayer
+        Empty for node classification.
+    task : {"graph", "node"}
+        "graph": SAGE layers, global add-pool, dense layers (logits). "node": SAGE layers only; the logits of
+        a node are its last-layer outputs.
     """
 
     sage: tuple[SageLayer, ...]
@@ -205,11 +277,15 @@ def _np(t: Tensor | None, shape: tuple[int, ...]) -> np.ndarray:
 def _sage_from_conv(conv, name: str, relu: bool) -> SageLayer:
     aggr = getattr(conv, "aggr", None)
     if not (isinstance(aggr, str) and aggr in ("sum", "add")):
-        raise InputError(f"model: layer {name} is SAGEConv with aggr={aggr!r}",
-                         "gnn_certify verifies sum aggregation only: SAGEConv(..., aggr='sum')")
+        raise InputError(
+            f"model: layer {name} is SAGEConv with aggr={aggr!r}",
+            "gnn_certify verifies sum aggregation only: SAGEConv(..., aggr='sum')",
+        )
     if getattr(conv, "normalize", False) or getattr(conv, "project", False) or not getattr(conv, "root_weight", True):
-        raise InputError(f"model: layer {name} uses SAGEConv normalize/project or has no root weight",
-                         "use SAGEConv(in, out, aggr='sum') with its defaults")
+        raise InputError(
+            f"model: layer {name} uses SAGEConv normalize/project or has no root weight",
+            "use SAGEConv(in, out, aggr='sum') with its defaults",
+        )
     out = conv.lin_l.weight.shape[0]
     bias = _np(conv.lin_l.bias, (out,))
     if getattr(conv.lin_r, "bias", None) is not None:
@@ -222,8 +298,10 @@ def _walk(module: nn.Module, prefix: str, out: list) -> None:
     from torch_geometric.nn import MessagePassing, SAGEConv
 
     def refuse(child: nn.Module, full: str):
-        raise InputError(f"model: unsupported layer {type(child).__name__} ({full})",
-                         "gnn_certify verifies SAGEConv(aggr='sum') + ReLU + global add-pool + Linear")
+        raise InputError(
+            f"model: unsupported layer {type(child).__name__} ({full})",
+            "gnn_certify verifies SAGEConv(aggr='sum') + ReLU + global add-pool + Linear",
+        )
 
     for name, child in module.named_children():
         full = f"{prefix}.{name}" if prefix else name
@@ -260,18 +338,33 @@ def _run_module(model: nn.Module, x: Tensor, edge_index: Tensor, task: str) -> T
 
 
 def run_model(model: nn.Module, x: np.ndarray | Tensor, edge_index: np.ndarray | Tensor, task: str) -> np.ndarray:
-    """The user's PyG model itself on one graph: logits [C] (graph task) or [n, C] (node task), float64."""
+    """The user's PyG model itself on one graph (eval mode, no gradients).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    x : array or torch.Tensor [n, F]
+    edge_index : array or torch.Tensor [2, E]
+    task : {"graph", "node"}
+
+    Returns
+    -------
+    float64 array
+        Logits [C] (graph task) or [n, C] (node task).
+    """
     xt = torch.as_tensor(np.asarray(x, dtype=np.float32) if not isinstance(x, Tensor) else x, dtype=torch.float32)
-    ei = torch.as_tensor(np.asarray(edge_index) if not isinstance(edge_index, Tensor) else edge_index,
-                         dtype=torch.long).reshape(2, -1)
+    ei = torch.as_tensor(
+        np.asarray(edge_index) if not isinstance(edge_index, Tensor) else edge_index, dtype=torch.long
+    ).reshape(2, -1)
     param = next(model.parameters(), None)
     if param is not None:
         xt = xt.to(param.dtype)
     return _run_module(model, xt, ei, task).detach().cpu().to(torch.float64).numpy()
 
 
-def network_from_module(model: nn.Module, task: str | None = None, relu: Sequence[bool] | None = None,
-                        check: bool = True, seed: int = 0) -> SageNetwork:
+def network_from_module(
+    model: nn.Module, task: str | None = None, relu: Sequence[bool] | None = None, check: bool = True, seed: int = 0
+) -> SageNetwork:
     """Read a PyG model into a :class:`SageNetwork` and check the reading against the model's forward.
 
     Parameters
@@ -287,6 +380,12 @@ def network_from_module(model: nn.Module, task: str | None = None, relu: Sequenc
         layer and the last dense layer).
     check : bool
         Compare the model's outputs with the reading on random graphs (default True).
+    seed : int
+        Seed of those random graphs.
+
+    Returns
+    -------
+    SageNetwork
 
     Raises
     ------
@@ -295,6 +394,7 @@ def network_from_module(model: nn.Module, task: str | None = None, relu: Sequenc
     """
     if not isinstance(model, nn.Module):
         raise InputError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    seed = check_seed(seed)
     if isinstance(model, (SAGEGraphClassifier, SAGENodeClassifier)):
         t = GRAPH if isinstance(model, SAGEGraphClassifier) else NODE
         if task is not None and task != t:
@@ -303,10 +403,13 @@ def network_from_module(model: nn.Module, task: str | None = None, relu: Sequenc
         sage = tuple(_sage_from_conv(c, f"convs.{i}", flags[i]) for i, c in enumerate(model.convs))
         dense = ()
         if t == GRAPH:
-            dense = (DenseLayer(_np(model.lin.weight, ()), _np(model.lin.bias, (model.lin.out_features,)),
-                                bool(flags[len(sage)])),)
+            dense = (
+                DenseLayer(
+                    _np(model.lin.weight, ()), _np(model.lin.bias, (model.lin.out_features,)), bool(flags[len(sage)])
+                ),
+            )
         net = SageNetwork(sage=sage, dense=dense, task=t)
-        _check_shapes(net)
+        check_shapes(net)
         if check:
             _check_reading(model, net, seed)
         return net
@@ -319,15 +422,19 @@ def network_from_module(model: nn.Module, task: str | None = None, relu: Sequenc
         raise InputError("model has no SAGEConv layer", "gnn_certify verifies SAGEConv(aggr='sum') networks")
     last_sage = max(i for i, k in enumerate(kinds) if k == "sage")
     if any(k == "linear" for k in kinds[:last_sage]):
-        raise InputError("model: a Linear layer before the last SAGEConv is not supported",
-                         "gnn_certify verifies SAGE layers, then add-pool and dense layers")
+        raise InputError(
+            "model: a Linear layer before the last SAGEConv is not supported",
+            "gnn_certify verifies SAGE layers, then add-pool and dense layers",
+        )
     linears = [m for k, _, m in items if k == "linear"]
     t = task or (GRAPH if linears else NODE)
     if t not in (GRAPH, NODE):
         raise InputError(f"task must be 'graph' or 'node', got {task!r}")
     if t == NODE and linears:
-        raise InputError("model: node classification with Linear layers is not supported",
-                         "node classification verifies SAGE layers only, as in the paper")
+        raise InputError(
+            "model: node classification with Linear layers is not supported",
+            "node classification verifies SAGE layers only, as in the paper",
+        )
     if t == GRAPH and not linears:
         raise InputError("model: graph classification needs a Linear head after the pooling")
     n_layers = n_sage + len(linears)
@@ -344,16 +451,29 @@ def network_from_module(model: nn.Module, task: str | None = None, relu: Sequenc
         raise InputError(f"relu must have {n_layers} entries (one per SAGE and Linear layer), got {len(flags)}")
     sage_items = [(name, m) for k, name, m in items if k == "sage"]
     sage = tuple(_sage_from_conv(m, name, flags[i]) for i, (name, m) in enumerate(sage_items))
-    dense = tuple(DenseLayer(_np(m.weight, ()), _np(m.bias, (m.weight.shape[0],)), flags[n_sage + i])
-                  for i, m in enumerate(linears))
+    dense = tuple(
+        DenseLayer(_np(m.weight, ()), _np(m.bias, (m.weight.shape[0],)), flags[n_sage + i])
+        for i, m in enumerate(linears)
+    )
     net = SageNetwork(sage=sage, dense=dense, task=t)
-    _check_shapes(net)
+    check_shapes(net)
     if check:
         _check_reading(model, net, seed)
     return net
 
 
-def _check_shapes(net: SageNetwork) -> None:
+def check_shapes(net: SageNetwork) -> None:
+    """Refuse a network whose layer widths do not chain or whose weights are not finite.
+
+    Parameters
+    ----------
+    net : SageNetwork
+
+    Raises
+    ------
+    InputError
+        Naming the mismatch.
+    """
     for a, b in zip(net.sage[:-1], net.sage[1:]):
         if a.out_features != b.in_features:
             raise InputError(f"model: SAGE widths do not chain ({a.out_features} -> {b.in_features})")
@@ -378,41 +498,88 @@ def _check_reading(model: nn.Module, net: SageNetwork, seed: int) -> None:
         try:
             got = run_model(model, x, ei, net.task)
         except Exception as exc:  # the model's own forward failed: say so in one line
-            raise InputError(f"model: running it on a test graph failed ({type(exc).__name__}: {exc})",
-                             "the model must take (x, edge_index[, batch]) like PyG models") from None
+            raise InputError(
+                f"model: running it on a test graph failed ({type(exc).__name__}: {exc})",
+                "the model must take (x, edge_index[, batch]) like PyG models",
+            ) from None
         want = net.forward(x, adj.astype(np.float64))
         if got.shape != want.shape:
-            raise InputError(f"model: output shape {tuple(got.shape)} differs from the reading {tuple(want.shape)}",
-                             "graph models return [1, C] or [C]; node models [n, C]")
+            raise InputError(
+                f"model: output shape {tuple(got.shape)} differs from the reading {tuple(want.shape)}",
+                "graph models return [1, C] or [C]; node models [n, C]",
+            )
         scale = 1.0 + float(np.abs(want).max())
         if not np.allclose(got, want, atol=1e-4 * scale, rtol=1e-4):
-            raise InputError("model: its forward does not match SAGE(sum) + ReLU + add-pool + Linear as read",
-                             "pass relu=[...] with the activation after each layer, or use SAGEGraphClassifier")
+            raise InputError(
+                "model: its forward does not match SAGE(sum) + ReLU + add-pool + Linear as read",
+                "pass relu=[...] with the activation after each layer, or use SAGEGraphClassifier",
+            )
 
 
 def network_to_json(net: SageNetwork) -> list:
-    """The official JSON layout (``[{"L": k}, {"layer": "sage", ...}, ..., {"layer": "add_pool"}, ...]``)."""
+    """The official JSON layout of a network (the inverse of :func:`~icml24.gnn_certify.io.network_from_json`).
+
+    Parameters
+    ----------
+    net : SageNetwork
+
+    Returns
+    -------
+    list
+        ``[{"L": k}, {"layer": "sage", ...}, ..., {"layer": "add_pool"}, {"layer": "dense", ...}]``.
+    """
     layers: list = []
     for s in net.sage:
-        layers.append({"layer": "sage", "in_channels": s.in_features, "out_channels": s.out_features,
-                       "w1": s.w_root.tolist(), "w2": s.w_nbr.tolist(), "b": s.bias.tolist(), "activation": s.relu})
+        layers.append(
+            {
+                "layer": "sage",
+                "in_channels": s.in_features,
+                "out_channels": s.out_features,
+                "w1": s.w_root.tolist(),
+                "w2": s.w_nbr.tolist(),
+                "b": s.bias.tolist(),
+                "activation": s.relu,
+            }
+        )
     if net.task == GRAPH:
         layers.append({"layer": "add_pool"})
         for d in net.dense:
-            layers.append({"layer": "dense", "in_channels": int(d.weight.shape[1]),
-                           "out_channels": int(d.weight.shape[0]), "w": d.weight.tolist(), "b": d.bias.tolist(),
-                           "activation": d.relu})
+            layers.append(
+                {
+                    "layer": "dense",
+                    "in_channels": int(d.weight.shape[1]),
+                    "out_channels": int(d.weight.shape[0]),
+                    "w": d.weight.tolist(),
+                    "b": d.bias.tolist(),
+                    "activation": d.relu,
+                }
+            )
     return [{"L": len(layers)}] + layers
 
 
 def module_from_network(net: SageNetwork) -> nn.Module:
-    """A PyG module computing ``net`` (float32), e.g. for the official JSON models."""
+    """A PyG module computing ``net`` (float32, eval mode), e.g. for the official JSON models.
+
+    Parameters
+    ----------
+    net : SageNetwork
+
+    Returns
+    -------
+    torch.nn.Module
+        A :class:`SAGEGraphClassifier` when the network has its shape, else a generic sum-SAGE module.
+    """
     hidden = net.sage[0].out_features
-    classifier = (net.task == GRAPH and len(net.dense) == 1 and not net.dense[0].relu
-                  and all(s.out_features == hidden for s in net.sage))
+    classifier = (
+        net.task == GRAPH
+        and len(net.dense) == 1
+        and not net.dense[0].relu
+        and all(s.out_features == hidden for s in net.sage)
+    )
     if classifier:  # the shape SAGEGraphClassifier builds: equal widths, one linear read-out
-        model = SAGEGraphClassifier(net.in_features, net.num_classes, hidden, len(net.sage),
-                                    relu=[s.relu for s in net.sage])
+        model = SAGEGraphClassifier(
+            net.in_features, net.num_classes, hidden, len(net.sage), relu=[s.relu for s in net.sage]
+        )
         model.lin.weight.data = torch.tensor(net.dense[0].weight, dtype=torch.float32)
         model.lin.bias.data = torch.tensor(net.dense[0].bias, dtype=torch.float32)
     else:
@@ -465,6 +632,17 @@ class _GenericGraphModel(_GenericNodeModel):
         return x
 
 
-__all__ = ["SAGEGraphClassifier", "SAGENodeClassifier", "SageLayer", "DenseLayer", "SageNetwork",
-           "network_from_module", "module_from_network", "network_to_json", "run_model", "GRAPH", "NODE"]
-
+__all__ = [
+    "SAGEGraphClassifier",
+    "SAGENodeClassifier",
+    "SageLayer",
+    "DenseLayer",
+    "SageNetwork",
+    "network_from_module",
+    "module_from_network",
+    "network_to_json",
+    "run_model",
+    "check_shapes",
+    "GRAPH",
+    "NODE",
+]

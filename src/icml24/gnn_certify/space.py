@@ -26,13 +26,14 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from ..errors import InputError
+from ..validation import check_float, check_int
 
 
 @dataclass(frozen=True)
 class AttackSpace:
-    """The feasible perturbations of one graph.
+    """The feasible perturbations of one graph (paper §2).
 
-    Attributes
+    Parameters
     ----------
     adj : bool [n, n]
         Clean messages: ``adj[u, v]`` is True when ``u -> v`` exists (symmetric when undirected).
@@ -175,8 +176,9 @@ class AttackSpace:
         k_max = self.global_budget if max_size is None else min(max_size, self.global_budget)
         return sum(math.comb(self.num_slots, k) for k in range(k_max + 1))
 
-    def sample_flips(self, rng: np.random.Generator, fixed_on: np.ndarray | None = None,
-                     fixed_off: np.ndarray | None = None) -> np.ndarray | None:
+    def sample_flips(
+        self, rng: np.random.Generator, fixed_on: np.ndarray | None = None, fixed_off: np.ndarray | None = None
+    ) -> np.ndarray | None:
         """A random feasible flip set (bool [S]), optionally respecting slot fixings.
 
         ``fixed_on``/``fixed_off`` are bool [S]: the slot's edge must be present / absent after the attack
@@ -218,14 +220,31 @@ class AttackSpace:
 
 
 # --------------------------------------------------------------------------------------------- budgets
-def official_graph_budgets(edge_entries: int, degrees: Sequence[int], budget_fraction: float,
-                           strength: int) -> tuple[int, np.ndarray]:
-    """``create_temporary_data_graphclassification.py``: Delta = ceil(|edge_index| * pct),
-    Q_v = max(0, deg(v) - maxdeg + s)."""
-    if not (isinstance(budget_fraction, (int, float)) and math.isfinite(budget_fraction)) or budget_fraction < 0:
-        raise InputError(f"budget must be a fraction >= 0, got {budget_fraction!r}")
-    if isinstance(strength, bool) or not isinstance(strength, (int, np.integer)) or strength < 0:
-        raise InputError(f"strength must be an integer >= 0, got {strength!r}")
+def official_graph_budgets(
+    edge_entries: int, degrees: Sequence[int], budget_fraction: float, strength: int
+) -> tuple[int, np.ndarray]:
+    """The budgets of the official graph-classification instances (``create_temporary_data_graphclassification.py``).
+
+    Parameters
+    ----------
+    edge_entries : int
+        ``|edge_index|``: both directions of every edge.
+    degrees : sequence of int
+        Node degrees.
+    budget_fraction : float
+        ``pct`` >= 0.
+    strength : int
+        Local attack strength ``s`` >= 0.
+
+    Returns
+    -------
+    global_budget : int
+        ``Delta = ceil(|edge_index| * pct)``.
+    local_budget : int array [n]
+        ``Q_v = max(0, deg(v) - maxdeg + s)``.
+    """
+    budget_fraction = check_float(budget_fraction, "budget", min_val=0.0)
+    strength = check_int(strength, "strength", min_val=0)
     deg = np.asarray(degrees, dtype=np.int64)
     global_budget = math.ceil(edge_entries * budget_fraction)
     max_deg = int(deg.max()) if deg.size else 0

@@ -10,16 +10,33 @@ worst excess risk is smallest (MERO), with as few per-sample gradient evaluation
     mero = alem(problem, epochs=200, seed=0)            # worst excess risk; mero.info["risk_estimates"]
 
 Baselines (same problems, same IFO accounting) are in :mod:`icml24.group_dro.baselines`; exact references in
-:mod:`icml24.group_dro.reference`; the spec's synthetic problem in :mod:`icml24.group_dro.synthetic`.
+:mod:`icml24.group_dro.reference`; the synthetic problem of the claims is :func:`synthetic_problem` (its data
+generator is :func:`icml24.data.groups.synthetic_groups`); the claims' experiments, step tuning and estimator
+moments are in :mod:`icml24.group_dro.experiments`.
 """
 
 from .aleg import aleg, alem
 from .baselines import mirror_prox, one_level_vr, online_group_dro, smd, smd_mero
 from .mirror import Result
-from .problem import LOSSES, Ball, Box, GroupProblem
+from .problem import LOSSES, Ball, Box, GroupProblem, synthetic_problem
 from .reference import duality_gap, group_optima, min_weighted_risk, minimax_reference
-from .synthetic import synthetic_groups, synthetic_problem
 
-__all__ = ["GroupProblem", "Ball", "Box", "LOSSES", "Result", "aleg", "alem", "smd", "one_level_vr", "mirror_prox",
-           "online_group_dro", "smd_mero", "duality_gap", "minimax_reference", "min_weighted_risk", "group_optima",
-           "synthetic_groups", "synthetic_problem"]
+__all__ = [
+    "GroupProblem",
+    "Ball",
+    "Box",
+    "LOSSES",
+    "Result",
+    "aleg",
+    "alem",
+    "smd",
+    "one_level_vr",
+    "mirror_prox",
+    "online_group_dro",
+    "smd_mero",
+    "duality_gap",
+    "minimax_reference",
+    "min_weighted_risk",
+    "group_optima",
+    "synthetic_problem",
+]

@@ -50,15 +50,16 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import InputError
-from .mirror import (Budget, Callback, Geometry, Result, check_count, check_positive, check_problem, check_seed,
-                     check_stop, logsumexp)
+from ..validation import check_float, check_int, check_rng
+from .mirror import Budget, Callback, Geometry, Result, check_offsets, check_problem, check_stop, logsumexp
 from .problem import GroupProblem
 
 # ------------------------------------------------------------------------------------------- operators
 
 
-def full_operator(problem: GroupProblem, w: np.ndarray, q: np.ndarray,
-                  offsets: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def full_operator(
+    problem: GroupProblem, w: np.ndarray, q: np.ndarray, offsets: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The saddle operator ``F(w, q) = (sum_i q_i grad R_i(w), -(R_i(w) - c_i)_i)`` (``N`` IFO)."""
     R, gR = problem.risks_and_grads(w)
     if offsets is not None:
@@ -66,8 +67,9 @@ def full_operator(problem: GroupProblem, w: np.ndarray, q: np.ndarray,
     return q @ gR, -R
 
 
-def group_sampled_operator(problem: GroupProblem, w: np.ndarray, q: np.ndarray,
-                           pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def group_sampled_operator(
+    problem: GroupProblem, w: np.ndarray, q: np.ndarray, pos: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The group-sampled estimator ``F_xi`` with one sample per group at positions ``pos`` (``m`` IFO):
     ``(sum_i q_i grad l(w; xi_{i j_i}), -(l(w; xi_{i j_i}))_i)``. Unbiased for ``F`` when every ``j_i`` is
     uniform in its group."""
@@ -83,8 +85,9 @@ def draw_group_samples(problem: GroupProblem, rng: np.random.Generator, k: int) 
 class Snapshot:
     """A snapshot ``z_bar = (w_bar, q_bar)``: its full operator and the stored per-sample values/gradients."""
 
-    def __init__(self, problem: GroupProblem, w_bar: np.ndarray, q_bar: np.ndarray,
-                 offsets: np.ndarray | None = None) -> None:
+    def __init__(
+        self, problem: GroupProblem, w_bar: np.ndarray, q_bar: np.ndarray, offsets: np.ndarray | None = None
+    ) -> None:
         self.w, self.q = w_bar, q_bar
         self.values, self.grads = problem.full_eval(w_bar)  # N IFO
         R = problem.group_means(self.values)
@@ -94,8 +97,9 @@ class Snapshot:
         self.F_q = -R
 
 
-def vr_operator(problem: GroupProblem, snap: Snapshot, w: np.ndarray, q: np.ndarray,
-                pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def vr_operator(
+    problem: GroupProblem, snap: Snapshot, w: np.ndarray, q: np.ndarray, pos: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The variance-reduced estimator ``F(z_bar) + F_xi(z) - F_xi(z_bar)`` with the same draw ``pos`` in both
     stochastic terms (``m`` IFO: the snapshot's per-sample terms are stored). Equals ``F(z_bar)`` at
     ``z = z_bar`` for every draw."""
@@ -121,57 +125,106 @@ def snapshots(weights: np.ndarray, ws: np.ndarray, log_qs: np.ndarray) -> tuple[
 
 
 # ------------------------------------------------------------------------------------------------ ALEG
-def aleg(problem: GroupProblem, *, epochs: int | None = None, max_ifo: int | None = None,
-         inner: int | None = None, alpha: float | None = None, gamma: float = 0.99,
-         steps: Sequence[float] | None = None, w0: np.ndarray | None = None, risk_offsets=None, seed: int = 0,
-         callback: Callback | None = None) -> Result:
+def aleg(
+    problem: GroupProblem,
+    *,
+    epochs: int | None = None,
+    max_ifo: int | None = None,
+    inner: int | None = None,
+    alpha: float | None = None,
+    gamma: float = 0.99,
+    steps: Sequence[float] | None = None,
+    w0: np.ndarray | None = None,
+    risk_offsets=None,
+    seed: int = 0,
+    callback: Callback | None = None,
+) -> Result:
     """ALEG (Algorithm 1): variance-reduced mirror prox with group sampling for empirical GDRO.
 
     Parameters
     ----------
     problem : GroupProblem
-    epochs : number of outer iterations ``S`` (default 100 when ``max_ifo`` is not given either).
-    max_ifo : stop at the first epoch boundary where this many per-sample gradients have been used.
-    inner : inner-loop length ``K`` (default ``ceil(n_bar)``, [inferred]).
-    alpha : anchor weight in ``[0, 1)`` (default ``1 - 1/K``, [inferred]).
-    gamma : step factor: ``eta = gamma * sqrt(1 - alpha) / L_F`` (the convergence analysis needs ``gamma < 1``; larger
-        leave the theory, and the claims tune it on a grid shared by every method).
-    steps : optional non-constant steps ``eta_0 .. eta_{K-1}`` used in every epoch (overrides ``gamma``).
-    w0 : starting point (default the centre of W); q starts uniform.
-    risk_offsets : constants ``c_i`` subtracted from the group risks (ALEM's second stage), default 0.
-    seed : seed of the group sampling.
-    callback : ``callback(ifo, w_out, q_out) -> bool`` at the end of every epoch; True stops the run.
+    epochs : int, optional
+        Number of outer iterations ``S`` (default 100 when ``max_ifo`` is not given either).
+    max_ifo : int, optional
+        Stop at the first epoch boundary where this many per-sample gradients have been used.
+    inner : int, optional
+        Inner-loop length ``K`` (default ``ceil(n_bar)``, [inferred]).
+    alpha : float, optional
+        Anchor weight in ``[0, 1)`` (default ``1 - 1/K``, [inferred]).
+    gamma : float, default 0.99
+        Step factor: ``eta = gamma * sqrt(1 - alpha) / L_F`` (the convergence analysis needs ``gamma < 1``;
+        larger values leave the theory, and the claims tune it on a grid shared by every method).
+    steps : sequence of float, optional
+        Non-constant steps ``eta_0 .. eta_{K-1}`` used in every epoch (overrides ``gamma``).
+    w0 : numpy.ndarray, optional
+        Starting point (default the centre of W); q starts uniform.
+    risk_offsets : array-like of shape (m,), optional
+        Constants ``c_i`` subtracted from the group risks (ALEM's second stage), default 0.
+    seed : int or numpy.random.Generator, default 0
+        Seed of the group sampling.
+    callback : callable, optional
+        ``callback(ifo, w_out, q_out) -> bool`` at the end of every epoch; True stops the run.
 
     Returns
     -------
-    Result with the step-weighted ergodic average of the ``z_{k+1/2}`` and the IFO count.
+    Result
+        The step-weighted ergodic average of the ``z_{k+1/2}``, the IFO count, the trace of epoch ends, and in
+        ``info`` the epochs run, ``K``, ``alpha``, ``eta`` and ``L_F``.
+
+    References
+    ----------
+    Yu, Cai, Jiang, Zhang, "Efficient algorithms for empirical group distributionally robust optimization and
+    beyond", ICML 2024, Algorithm 1; Alacaoglu, Malitsky, COLT 2022 (the variance-reduced mirror prox).
     """
     problem = check_problem(problem)
-    rng = check_seed(seed)
-    return _aleg(problem, rng, epochs=epochs, max_ifo=max_ifo, inner=inner, alpha=alpha, gamma=gamma, steps=steps,
-                 w0=w0, risk_offsets=risk_offsets, callback=callback)
+    rng = check_rng(seed)
+    return _aleg(
+        problem,
+        rng,
+        epochs=epochs,
+        max_ifo=max_ifo,
+        inner=inner,
+        alpha=alpha,
+        gamma=gamma,
+        steps=steps,
+        w0=w0,
+        risk_offsets=risk_offsets,
+        callback=callback,
+    )
 
 
-def _aleg(problem: GroupProblem, rng: np.random.Generator, *, epochs, max_ifo, inner, alpha, gamma, steps, w0,
-          risk_offsets, callback, ifo0: int = 0) -> Result:
+def _aleg(
+    problem: GroupProblem,
+    rng: np.random.Generator,
+    *,
+    epochs,
+    max_ifo,
+    inner,
+    alpha,
+    gamma,
+    steps,
+    w0,
+    risk_offsets,
+    callback,
+    ifo0: int = 0,
+) -> Result:
     epochs, max_ifo = check_stop(epochs, max_ifo, 100)
     geo = Geometry(problem)
     m, N = problem.m, problem.n_total
-    K = check_count(inner, "inner") or int(math.ceil(N / m))
+    K = check_int(inner, "inner", min_val=1, allow_none=True) or int(math.ceil(N / m))
     if alpha is None:
         alpha = 1.0 - 1.0 / K
-    elif isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 <= float(alpha) < 1.0:
-        raise InputError(f"alpha must be in [0, 1), got {alpha!r}")
-    alpha = float(alpha)
+    alpha = check_float(alpha, "alpha", min_val=0.0, max_val=1.0, include_boundaries="left")
     L_F = geo.lipschitz_group_sampled()
     if steps is None:
-        eta = check_positive(gamma, "gamma") * math.sqrt(1.0 - alpha) / L_F
+        eta = check_float(gamma, "gamma", min_val=0.0, include_boundaries="right") * math.sqrt(1.0 - alpha) / L_F
         etas = np.full(K, eta)
     else:
         etas = np.asarray(steps, dtype=float).reshape(-1)
         if etas.shape != (K,) or not np.all(np.isfinite(etas)) or not np.all(etas > 0):
             raise InputError(f"steps must be {K} positive finite numbers (one per inner iteration)")
-    offsets = _check_offsets(risk_offsets, m)
+    offsets = check_offsets(risk_offsets, m)
     budget = Budget(max_ifo, callback)
 
     w, lq = geo.start(w0)
@@ -200,45 +253,76 @@ def _aleg(problem: GroupProblem, rng: np.random.Generator, *, epochs, max_ifo, i
         snap_w, snap_q, hat_lq = snapshots(etas, ws, lqs)  # one-index-shifted weighted averages
         s += 1
         budget.checkpoint(ifo, out_w / out_eta, out_q / out_eta)
-    return Result(out_w / out_eta, out_q / out_q.sum(), ifo, budget.trace,
-                  {"epochs": s, "inner": K, "alpha": alpha, "eta": float(etas[0]), "L_F": L_F})
-
-
-def _check_offsets(risk_offsets, m: int) -> np.ndarray | None:
-    if risk_offsets is None:
-        return None
-    c = np.asarray(risk_offsets, dtype=float).reshape(-1)
-    if c.shape != (m,) or not np.all(np.isfinite(c)):
-        raise InputError(f"risk_offsets must be {m} finite numbers (one per group)")
-    return c
+    return Result(
+        out_w / out_eta,
+        out_q / out_q.sum(),
+        ifo,
+        budget.trace,
+        {"epochs": s, "inner": K, "alpha": alpha, "eta": float(etas[0]), "L_F": L_F},
+    )
 
 
 # ------------------------------------------------------------------------------------------------ ALEM
-def alem(problem: GroupProblem, *, epochs: int | None = None, max_ifo: int | None = None,
-         stage1_epochs: int | None = None, inner: int | None = None, gamma: float = 0.99,
-         stage1_gamma: float | None = None, w0: np.ndarray | None = None, seed: int = 0,
-         callback: Callback | None = None) -> Result:
+def alem(
+    problem: GroupProblem,
+    *,
+    epochs: int | None = None,
+    max_ifo: int | None = None,
+    stage1_epochs: int | None = None,
+    inner: int | None = None,
+    gamma: float = 0.99,
+    stage1_gamma: float | None = None,
+    w0: np.ndarray | None = None,
+    seed: int = 0,
+    callback: Callback | None = None,
+) -> Result:
     """ALEM (Algorithm 2): two-stage ALEG for empirical minimax excess risk optimisation (MERO).
 
     Stage 1 estimates every ``R_i^* = min_W R_i`` by ALEG with ``m = 1`` on group ``i`` alone; stage 2 runs
-    ALEG on ``max_q sum_i q_i (R_i(w) - R~_i)``. ``result.info["risk_estimates"]`` holds the ``R~_i``.
+    ALEG on ``max_q sum_i q_i (R_i(w) - R~_i)``.
 
     Parameters
     ----------
-    epochs : stage-2 epochs (default 100 unless ``max_ifo`` is given).
-    max_ifo : total budget; half of it goes to stage 1, split over groups in proportion to ``n_i``
-        ([inferred] split), the rest to stage 2.
-    stage1_epochs : epochs of every stage-1 run (default ``epochs``).
-    inner, gamma : as in :func:`aleg` for stage 2 (``inner`` of stage 1 is ``n_i``).
-    stage1_gamma : step factor of stage 1 (default ``gamma``).
-    callback : called at the end of every stage-2 epoch with the total IFO so far.
+    problem : GroupProblem
+    epochs : int, optional
+        Stage-2 epochs (default 100 unless ``max_ifo`` is given).
+    max_ifo : int, optional
+        Total budget; half of it goes to stage 1, split over groups in proportion to ``n_i`` ([inferred]
+        split), the rest to stage 2.
+    stage1_epochs : int, optional
+        Epochs of every stage-1 run (default ``epochs``).
+    inner : int, optional
+        As in :func:`aleg`, for stage 2 (``inner`` of stage 1 is ``n_i``).
+    gamma : float, default 0.99
+        Step factor of stage 2, as in :func:`aleg`.
+    stage1_gamma : float, optional
+        Step factor of stage 1 (default ``gamma``).
+    w0 : numpy.ndarray, optional
+        Starting point of every run (default the centre of W).
+    seed : int or numpy.random.Generator, default 0
+        Seed of the group sampling (split over the runs).
+    callback : callable, optional
+        Called at the end of every stage-2 epoch with the total IFO so far.
+
+    Returns
+    -------
+    Result
+        As :func:`aleg`, with ``info["risk_estimates"]`` (the ``R~_i``) and ``info["stage1_ifo"]``.
+
+    References
+    ----------
+    Yu, Cai, Jiang, Zhang, ICML 2024, Algorithm 2.
     """
     problem = check_problem(problem)
-    rng = check_seed(seed)
+    rng = check_rng(seed)
     epochs, max_ifo = check_stop(epochs, max_ifo, 100)
-    stage1_epochs = check_count(stage1_epochs, "stage1_epochs")
-    gamma = check_positive(gamma, "gamma")
-    g1 = gamma if stage1_gamma is None else check_positive(stage1_gamma, "stage1_gamma")
+    stage1_epochs = check_int(stage1_epochs, "stage1_epochs", min_val=1, allow_none=True)
+    gamma = check_float(gamma, "gamma", min_val=0.0, include_boundaries="right")
+    g1 = (
+        gamma
+        if stage1_gamma is None
+        else check_float(stage1_gamma, "stage1_gamma", min_val=0.0, include_boundaries="right")
+    )
     m = problem.m
     seeds = rng.spawn(m + 1)
     estimates = np.empty(m)
@@ -247,20 +331,62 @@ def alem(problem: GroupProblem, *, epochs: int | None = None, max_ifo: int | Non
         sub = problem.subproblem(i)
         if max_ifo is not None:
             share = max(int(max_ifo // 2 * problem.sizes[i] / problem.n_total), 1)
-            res = _aleg(sub, seeds[i], epochs=stage1_epochs, max_ifo=share, inner=None, alpha=None, gamma=g1,
-                        steps=None, w0=w0, risk_offsets=None, callback=None)
+            res = _aleg(
+                sub,
+                seeds[i],
+                epochs=stage1_epochs,
+                max_ifo=share,
+                inner=None,
+                alpha=None,
+                gamma=g1,
+                steps=None,
+                w0=w0,
+                risk_offsets=None,
+                callback=None,
+            )
         else:
-            res = _aleg(sub, seeds[i], epochs=stage1_epochs or epochs, max_ifo=None, inner=None, alpha=None,
-                        gamma=g1, steps=None, w0=w0, risk_offsets=None, callback=None)
+            res = _aleg(
+                sub,
+                seeds[i],
+                epochs=stage1_epochs or epochs,
+                max_ifo=None,
+                inner=None,
+                alpha=None,
+                gamma=g1,
+                steps=None,
+                w0=w0,
+                risk_offsets=None,
+                callback=None,
+            )
         estimates[i] = float(sub.risks(res.w)[0])  # one more pass over the group (counted below)
         ifo += res.ifo + int(problem.sizes[i])
     stage1 = ifo
     rest = None if max_ifo is None else max(max_ifo - ifo, 1)
-    res = _aleg(problem, seeds[m], epochs=epochs, max_ifo=None if rest is None else rest + ifo, inner=inner, alpha=None, gamma=gamma, steps=None, w0=w0,
-                risk_offsets=estimates, callback=callback, ifo0=ifo)
+    res = _aleg(
+        problem,
+        seeds[m],
+        epochs=epochs,
+        max_ifo=None if rest is None else rest + ifo,
+        inner=inner,
+        alpha=None,
+        gamma=gamma,
+        steps=None,
+        w0=w0,
+        risk_offsets=estimates,
+        callback=callback,
+        ifo0=ifo,
+    )
     res.info.update({"risk_estimates": estimates, "stage1_ifo": stage1})
     return res
 
 
-__all__ = ["aleg", "alem", "full_operator", "group_sampled_operator", "vr_operator", "draw_group_samples",
-           "Snapshot", "snapshots"]
+__all__ = [
+    "aleg",
+    "alem",
+    "full_operator",
+    "group_sampled_operator",
+    "vr_operator",
+    "draw_group_samples",
+    "Snapshot",
+    "snapshots",
+]

@@ -1,10 +1,10 @@
 """The mirror-descent setup shared by ALEG, ALEM and every baseline, and the run bookkeeping.
 
-Setup (Yu et al. 2024; Nemirovski et al. 2009, the standard setup for simplex-constrained saddle points): the w-block carries the Euclidean
-distance-generating function ``||w - c||^2 / (2 D^2)`` (``c`` the centre of ``W``, ``D`` its radius), the
-q-block the negative entropy divided by ``ln m``. Their sum is 1-strongly convex in the norm
-``||z||^2 = ||w||^2 / D^2 + ||q||_1^2 / ln m``, whose dual is ``||g||_*^2 = D^2 ||g_w||^2 + ln m ||g_q||_inf^2``.
-Both blocks then have unit "diameter", as in the paper's analysis.
+Setup (Yu et al. 2024; Nemirovski et al. 2009, the standard setup for simplex-constrained saddle points): the
+w-block carries the Euclidean distance-generating function ``||w - c||^2 / (2 D^2)`` (``c`` the centre of
+``W``, ``D`` its radius), the q-block the negative entropy divided by ``ln m``. Their sum is 1-strongly convex
+in the norm ``||z||^2 = ||w||^2 / D^2 + ||q||_1^2 / ln m``, whose dual is
+``||g||_*^2 = D^2 ||g_w||^2 + ln m ||g_q||_inf^2``. Both blocks then have unit "diameter", as in the paper's analysis.
 
 The anchored prox step of Algorithm 1 (ALEG; both its extrapolation and its update),
 
@@ -24,6 +24,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import InputError
+from ..validation import check_int
 from .problem import GroupProblem
 
 Callback = Callable[[int, np.ndarray, np.ndarray], bool]
@@ -41,12 +42,13 @@ class Geometry:
         self.problem = problem
         self.m = problem.m
         self.D = problem.domain.radius
-        self.D2 = self.D ** 2
+        self.D2 = self.D**2
         self.lnm = math.log(problem.m) if problem.m > 1 else 0.0
         self.project = problem.domain.project
 
-    def step(self, w_base: np.ndarray, lq_base: np.ndarray, g_w: np.ndarray, g_q: np.ndarray,
-             eta: float) -> tuple[np.ndarray, np.ndarray]:
+    def step(
+        self, w_base: np.ndarray, lq_base: np.ndarray, g_w: np.ndarray, g_q: np.ndarray, eta: float
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``argmin eta <g, z> + B(z, base)`` where ``base`` already mixes the anchors (see module doc)."""
         w = self.project(w_base - (eta * self.D2) * g_w)
         if self.m == 1:
@@ -66,8 +68,8 @@ class Geometry:
             w = p.domain.project(w)
         return w, np.full(p.m, -self.lnm)
 
-    # Lipschitz constants of the operators in the dual norm above ([derived], see the module README of the
-    # spec): L and G are the per-sample smoothness and Lipschitz constants on W.
+    # Lipschitz constants of the operators in the dual norm above ([derived] from the paper's assumptions):
+    # L and G are the per-sample smoothness and Lipschitz constants on W.
     def lipschitz_group_sampled(self) -> float:
         """Mean-square Lipschitz constant of the group-sampled estimator (one sample per group), which is
         also a Lipschitz constant of the full operator F:
@@ -79,8 +81,9 @@ class Geometry:
         """Mean-square Lipschitz constant of the one-level estimator (one sample (i, j), weighted by m):
         the q-block term grows like m^2 and the w-block like m (the paper's comparison)."""
         L, G, m = self.problem.smoothness, self.problem.lipschitz, self.m
-        return self.D * math.sqrt(max(2 * m * self.D2 * L * L + m * m * G * G * self.lnm,
-                                      2 * m * G * G * self.lnm, 1e-300))
+        return self.D * math.sqrt(
+            max(2 * m * self.D2 * L * L + m * m * G * G * self.lnm, 2 * m * G * G * self.lnm, 1e-300)
+        )
 
     def one_level_ratio(self) -> float:
         """IFO(one-level) / IFO(ALEG) that these constants predict at the theory steps: ``(L_one / L_F) /
@@ -90,7 +93,7 @@ class Geometry:
     def gradient_bound(self) -> float:
         """``M`` with ``||F_xi(z)||_*^2 <= M^2`` for the group-sampled estimator: ``D^2 G^2 + ln m B^2``."""
         p = self.problem
-        return math.sqrt(self.D2 * p.lipschitz ** 2 + self.lnm * p.loss_bound ** 2) or 1.0
+        return math.sqrt(self.D2 * p.lipschitz**2 + self.lnm * p.loss_bound**2) or 1.0
 
 
 @dataclass
@@ -116,9 +119,7 @@ class Budget:
     """Stopping rule and checkpoints shared by the algorithms: ``max_ifo``, a callback, a trace."""
 
     def __init__(self, max_ifo: int | None, callback: Callback | None) -> None:
-        if max_ifo is not None and (isinstance(max_ifo, bool) or not isinstance(max_ifo, (int, np.integer))
-                                    or max_ifo < 1):
-            raise InputError(f"max_ifo must be a positive integer, got {max_ifo!r}")
+        max_ifo = check_int(max_ifo, "max_ifo", min_val=1, allow_none=True)
         if callback is not None and not callable(callback):
             raise InputError("callback must be callable as callback(ifo, w, q) -> bool")
         self.max_ifo = None if max_ifo is None else int(max_ifo)
@@ -136,42 +137,75 @@ class Budget:
             self.stopped = True
 
 
-def check_seed(seed) -> np.random.Generator:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise InputError(f"seed must be a non-negative integer, got {seed!r}")
-    return np.random.default_rng(int(seed))
-
-
-def check_positive(value, name: str, *, upper: float | None = None) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise InputError(f"{name} must be a number, got {value!r}")
-    v = float(value)
-    if not math.isfinite(v) or v <= 0 or (upper is not None and v > upper):
-        raise InputError(f"{name} must be in (0, {upper if upper is not None else 'inf'}), got {value!r}")
-    return v
-
-
-def check_count(value, name: str, *, allow_none: bool = True) -> int | None:
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise InputError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
 def check_problem(problem) -> GroupProblem:
+    """``problem`` itself when it is a :class:`~icml24.group_dro.problem.GroupProblem`.
+
+    Parameters
+    ----------
+    problem : object
+
+    Returns
+    -------
+    GroupProblem
+
+    Raises
+    ------
+    InputError
+        When ``problem`` is anything else.
+    """
     if not isinstance(problem, GroupProblem):
-        raise InputError(f"problem must be a GroupProblem, got {type(problem).__name__}",
-                         "build one with GroupProblem.from_data or GroupProblem.from_oracle")
+        raise InputError(
+            f"problem must be a GroupProblem, got {type(problem).__name__}",
+            "build one with GroupProblem.from_data or GroupProblem.from_oracle",
+        )
     return problem
 
 
 def check_stop(epochs, max_ifo, default_epochs: int, name: str = "epochs") -> tuple[int | None, int | None]:
-    epochs = check_count(epochs, name)
-    max_ifo = check_count(max_ifo, "max_ifo")
+    """The stopping rule of a run: ``epochs`` (or iterations) and ``max_ifo``, each a positive integer or None.
+
+    Parameters
+    ----------
+    epochs : int or None
+        Number of epochs (iterations for the single-loop methods).
+    max_ifo : int or None
+        Budget of per-sample gradient evaluations.
+    default_epochs : int
+        Used when both are None.
+    name : str, default "epochs"
+        The name of ``epochs`` in messages.
+
+    Returns
+    -------
+    (int or None, int or None)
+        ``(epochs, max_ifo)``.
+    """
+    epochs = check_int(epochs, name, min_val=1, allow_none=True)
+    max_ifo = check_int(max_ifo, "max_ifo", min_val=1, allow_none=True)
     if epochs is None and max_ifo is None:
         epochs = default_epochs
     return epochs, max_ifo
 
 
-__all__ = ["Geometry", "Result", "Budget", "Callback", "logsumexp"]
+def check_offsets(risk_offsets, m: int) -> np.ndarray | None:
+    """Constants ``c_i`` subtracted from the group risks (MERO's shift), as a float vector, or None.
+
+    Parameters
+    ----------
+    risk_offsets : array-like of shape (m,) or None
+    m : int
+        Number of groups.
+
+    Returns
+    -------
+    numpy.ndarray or None
+    """
+    if risk_offsets is None:
+        return None
+    c = np.asarray(risk_offsets, dtype=float).reshape(-1)
+    if c.shape != (m,) or not np.all(np.isfinite(c)):
+        raise InputError(f"risk_offsets must be {m} finite numbers (one per group)")
+    return c
+
+
+__all__ = ["Geometry", "Result", "Budget", "Callback", "logsumexp", "check_problem", "check_stop", "check_offsets"]

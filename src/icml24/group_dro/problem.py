@@ -24,20 +24,30 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..data.groups import synthetic_groups
 from ..errors import InputError
+from ..validation import check_array, check_float, check_int
 
 # --------------------------------------------------------------------------------------------- the set W
 
 
 @dataclass(frozen=True)
 class Ball:
-    """The Euclidean ball ``{w : ||w - center|| <= radius}`` (center 0 when omitted)."""
+    """The Euclidean ball ``{w : ||w - center|| <= radius}`` as the set ``W``.
+
+    Parameters
+    ----------
+    radius : float
+        Positive.
+    center : sequence of float, optional
+        Default the origin.
+    """
 
     radius: float
     center: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
-        r = _positive(self.radius, "radius")
+        r = check_float(self.radius, "radius", min_val=0.0, include_boundaries="right")
         object.__setattr__(self, "radius", r)
         if self.center is not None:
             c = np.asarray(self.center, dtype=float).ravel()
@@ -45,35 +55,49 @@ class Ball:
                 raise InputError("center must be finite")
             object.__setattr__(self, "center", tuple(float(v) for v in c))
 
-    def bind(self, dim: int) -> "_Set":
+    def bind(self, dim: int) -> "ConvexSet":
+        """The ball in dimension ``dim`` as a :class:`BallSet`."""
         c = np.zeros(dim) if self.center is None else np.asarray(self.center, dtype=float)
         if c.shape != (dim,):
             raise InputError(f"domain center has {c.size} entries, the problem has dimension {dim}")
-        return _BallSet(c, self.radius)
+        return BallSet(c, self.radius)
 
 
 @dataclass(frozen=True)
 class Box:
-    """The box ``{w : lower <= w <= upper}`` (scalars broadcast to every coordinate)."""
+    """The box ``{w : lower <= w <= upper}`` as the set ``W``.
+
+    Parameters
+    ----------
+    lower, upper : float or sequence of float
+        Finite bounds, ``upper > lower`` in every coordinate; scalars broadcast to every coordinate.
+    """
 
     lower: float | tuple[float, ...]
     upper: float | tuple[float, ...]
 
-    def bind(self, dim: int) -> "_Set":
-        lo = np.broadcast_to(np.asarray(self.lower, dtype=float), (dim,)).copy() if np.ndim(self.lower) == 0 \
+    def bind(self, dim: int) -> "ConvexSet":
+        """The box in dimension ``dim`` as a :class:`BoxSet`."""
+        lo = (
+            np.broadcast_to(np.asarray(self.lower, dtype=float), (dim,)).copy()
+            if np.ndim(self.lower) == 0
             else np.asarray(self.lower, dtype=float)
-        hi = np.broadcast_to(np.asarray(self.upper, dtype=float), (dim,)).copy() if np.ndim(self.upper) == 0 \
+        )
+        hi = (
+            np.broadcast_to(np.asarray(self.upper, dtype=float), (dim,)).copy()
+            if np.ndim(self.upper) == 0
             else np.asarray(self.upper, dtype=float)
+        )
         if lo.shape != (dim,) or hi.shape != (dim,):
             raise InputError(f"box bounds must be scalars or have {dim} entries")
         if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
             raise InputError("box bounds must be finite (W must be compact)")
         if not np.all(hi > lo):
             raise InputError("box upper bound must exceed lower bound in every coordinate")
-        return _BoxSet(lo, hi)
+        return BoxSet(lo, hi)
 
 
-class _Set:
+class ConvexSet:
     """A bound convex compact set: projection, linear minimisation, centre and radius ``D``."""
 
     center: np.ndarray
@@ -90,7 +114,9 @@ class _Set:
         return bool(np.linalg.norm(self.project(w) - w) <= tol * max(1.0, self.radius))
 
 
-class _BallSet(_Set):
+class BallSet(ConvexSet):
+    """A :class:`Ball` bound to a dimension."""
+
     def __init__(self, center: np.ndarray, radius: float) -> None:
         self.center, self.radius = center, float(radius)
 
@@ -109,7 +135,9 @@ class _BallSet(_Set):
         return f"Ball(radius={self.radius:g})"
 
 
-class _BoxSet(_Set):
+class BoxSet(ConvexSet):
+    """A :class:`Box` bound to a dimension."""
+
     def __init__(self, lower: np.ndarray, upper: np.ndarray) -> None:
         self.lower, self.upper = lower, upper
         self.center = (lower + upper) / 2
@@ -127,6 +155,7 @@ class _BoxSet(_Set):
 
 # ---------------------------------------------------------------------------------------------- losses
 # A generalised linear loss l(w; x, y) = f(<x, w>, y): value f and derivative f' in the margin s = <x, w>.
+
 
 def _logistic(s: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     u = -y * s
@@ -170,8 +199,8 @@ def _smoothed_hinge_1(s: float, y: float) -> tuple[float, float]:
 #: Scalar twins of the losses (same formulas on Python floats), for single-sample inner loops.
 SCALAR_LOSSES = {"logistic": _logistic_1, "squared": _squared_1, "smoothed_hinge": _smoothed_hinge_1}
 
-#: The built-in per-sample losses of :meth:`GroupProblem.from_data`: name -> (labels, curvature bound,
-#: derivative bound or None when it grows with the margin).
+#: The built-in per-sample losses of :meth:`GroupProblem.from_data`: name -> (function of the margin, labels,
+#: curvature bound, derivative bound or None when it grows with the margin).
 LOSSES: dict[str, tuple[Callable, str, float, float | None]] = {
     "logistic": (_logistic, "binary", 0.25, 1.0),
     "squared": (_squared, "real", 1.0, None),
@@ -188,17 +217,53 @@ class GroupProblem:
     Build it with :meth:`from_data` or :meth:`from_oracle`. Samples are addressed by *positions*
     ``0..N-1`` with group ``i`` occupying ``offsets[i] : offsets[i] + sizes[i]``.
 
+    Parameters
+    ----------
+    sizes : numpy.ndarray of int
+        ``n_i`` for every group.
+    domain : ConvexSet
+        The bound set ``W``.
+    dim : int
+        Dimension of ``w``.
+    evaluate : callable
+        ``evaluate(w, positions) -> (values, grads)``, per sample.
+    smoothness, lipschitz, loss_bound : float
+        ``L``, ``G`` and ``B`` (see Attributes).
+    name : str
+        Shown in ``repr``.
+    positions_to_user : numpy.ndarray, optional
+        The user's sample index of every position.
+    X, y, loss : optional
+        The data and loss name of a :meth:`from_data` problem (fast paths of the baselines use them).
+
     Attributes
     ----------
-    m, sizes, offsets, n_total, dim : the group structure (``n_total = sum_i n_i``).
-    domain : the bound set ``W`` (``project``, ``linear_min``, ``center``, ``radius``).
-    smoothness, lipschitz : ``L`` and ``G`` of the per-sample losses on ``W`` (bounds).
-    loss_bound : a bound ``B`` on ``|l(w; xi)|`` over ``W`` (used by SMD's step size).
+    m, sizes, offsets, n_total, dim : int or numpy.ndarray
+        The group structure (``n_total = sum_i n_i``).
+    domain : ConvexSet
+        The bound set ``W`` (``project``, ``linear_min``, ``center``, ``radius``).
+    smoothness, lipschitz : float
+        ``L`` and ``G`` of the per-sample losses on ``W`` (bounds).
+    loss_bound : float
+        A bound ``B`` on ``|l(w; xi)|`` over ``W`` (used by SMD's step size).
     """
 
-    def __init__(self, *, sizes: np.ndarray, domain: _Set, dim: int, evaluate: Callable, smoothness: float,
-                 lipschitz: float, loss_bound: float, name: str, positions_to_user: np.ndarray | None = None,
-                 X: np.ndarray | None = None, y: np.ndarray | None = None, loss: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        sizes: np.ndarray,
+        domain: ConvexSet,
+        dim: int,
+        evaluate: Callable,
+        smoothness: float,
+        lipschitz: float,
+        loss_bound: float,
+        name: str,
+        positions_to_user: np.ndarray | None = None,
+        X: np.ndarray | None = None,
+        y: np.ndarray | None = None,
+        loss: str | None = None,
+    ) -> None:
         self.sizes = np.asarray(sizes, dtype=np.int64)
         self.m = int(self.sizes.size)
         self.offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int64)
@@ -221,12 +286,21 @@ class GroupProblem:
 
         Parameters
         ----------
-        X : array (n, d), finite.
-        y : array (n,), finite; ``{-1, +1}`` or ``{0, 1}`` for ``logistic`` and ``smoothed_hinge``.
-        groups : either a label per sample (array of length n; each distinct label is a group, in sorted
-            order), or a sequence of ``m`` index arrays into ``0..n-1`` (a sample may be in several groups).
-        loss : one of :data:`LOSSES`: ``"logistic"``, ``"squared"``, ``"smoothed_hinge"``.
-        domain : :class:`Ball` or :class:`Box`; default ``Ball(5.0)`` (the spec's ``W = {||w|| <= 5}``).
+        X : array-like of shape (n, d)
+            Finite features.
+        y : array-like of shape (n,)
+            Finite labels; ``{-1, +1}`` or ``{0, 1}`` for ``logistic`` and ``smoothed_hinge``.
+        groups : array-like of shape (n,) or sequence of index arrays
+            Either a label per sample (each distinct label is a group, in sorted order), or a sequence of
+            ``m`` index arrays into ``0..n-1`` (a sample may be in several groups).
+        loss : str, default "logistic"
+            One of :data:`LOSSES`: ``"logistic"``, ``"squared"``, ``"smoothed_hinge"``.
+        domain : Ball or Box, optional
+            Default ``Ball(5.0)`` (``W = {||w|| <= 5}``, as in the claims).
+
+        Returns
+        -------
+        GroupProblem
         """
         if not isinstance(loss, str) or loss not in LOSSES:
             raise InputError(f"loss must be one of {', '.join(LOSSES)}, got {loss!r}")
@@ -257,36 +331,74 @@ class GroupProblem:
         smax = xmax * (float(np.linalg.norm(dom.center)) + dom.radius)  # max |<x, w>| over W
         ymax = float(np.abs(ys).max()) if n else 0.0
         deriv = dbound if dbound is not None else smax + ymax
-        bound = float(fn(np.array([-smax, smax]), np.array([1.0, 1.0]))[0].max()) if kind == "binary" else \
-            0.5 * (smax + ymax) ** 2
-        return cls(sizes=sizes, domain=dom, dim=d, evaluate=evaluate, smoothness=curv * xmax ** 2,
-                   lipschitz=deriv * xmax, loss_bound=bound, name=f"{loss} loss, {dom!r}", positions_to_user=order,
-                   X=Xs, y=ys, loss=loss)
+        bound = (
+            float(fn(np.array([-smax, smax]), np.array([1.0, 1.0]))[0].max())
+            if kind == "binary"
+            else 0.5 * (smax + ymax) ** 2
+        )
+        return cls(
+            sizes=sizes,
+            domain=dom,
+            dim=d,
+            evaluate=evaluate,
+            smoothness=curv * xmax**2,
+            lipschitz=deriv * xmax,
+            loss_bound=bound,
+            name=f"{loss} loss, {dom!r}",
+            positions_to_user=order,
+            X=Xs,
+            y=ys,
+            loss=loss,
+        )
 
     @classmethod
-    def from_oracle(cls, oracle: Oracle, groups: Sequence, *, dim: int, n_samples: int, domain: Ball | Box,
-                    smoothness: float, lipschitz: float, loss_bound: float | None = None) -> "GroupProblem":
+    def from_oracle(
+        cls,
+        oracle: Oracle,
+        groups: Sequence,
+        *,
+        dim: int,
+        n_samples: int,
+        domain: Ball | Box,
+        smoothness: float,
+        lipschitz: float,
+        loss_bound: float | None = None,
+    ) -> "GroupProblem":
         """A problem from a per-sample loss-and-gradient oracle.
 
-        ``oracle(w, idx)`` takes ``w`` (shape ``(dim,)``) and an integer array of sample indices and returns
-        ``(values, grads)`` of shapes ``(len(idx),)`` and ``(len(idx), dim)``. ``groups`` is a sequence of ``m``
-        index arrays into ``0..n_samples-1``. ``smoothness`` (L) and ``lipschitz`` (G) bound the per-sample
-        losses on ``W``; they set the default step sizes (the convergence analysis' conditions). ``loss_bound`` (B,
-        default ``G * diameter``) bounds the loss values; only SMD's step uses it.
+        Parameters
+        ----------
+        oracle : callable
+            ``oracle(w, idx)`` takes ``w`` (shape ``(dim,)``) and an integer array of sample indices and returns
+            ``(values, grads)`` of shapes ``(len(idx),)`` and ``(len(idx), dim)``.
+        groups : sequence of index arrays
+            ``m`` index arrays into ``0..n_samples-1``.
+        dim : int
+            Dimension of ``w``.
+        n_samples : int
+            Number of samples the oracle knows.
+        domain : Ball or Box
+            The set ``W``.
+        smoothness, lipschitz : float
+            ``L`` and ``G``, bounds on the per-sample losses' smoothness and Lipschitz constants on ``W``; they
+            set the default step sizes (the convergence analysis' conditions).
+        loss_bound : float, optional
+            ``B``, a bound on the loss values (default ``G`` times the diameter of ``W``); only SMD's step uses it.
+
+        Returns
+        -------
+        GroupProblem
         """
         if not callable(oracle):
             raise InputError("oracle must be callable as oracle(w, idx) -> (values, grads)")
-        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
-            raise InputError(f"dim must be a positive integer, got {dim!r}")
-        if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
-            raise InputError(f"n_samples must be a positive integer, got {n_samples!r}")
-        members = _members(groups, int(n_samples), labels_allowed=False)
+        d = check_int(dim, "dim", min_val=1)
+        n_samples = check_int(n_samples, "n_samples", min_val=1)
+        members = _members(groups, n_samples, labels_allowed=False)
         order = np.concatenate(members)
-        dom = _bind_domain(domain, int(dim))
-        L = _positive(smoothness, "smoothness", allow_zero=True)
-        G = _positive(lipschitz, "lipschitz", allow_zero=True)
-        B = G * 2 * dom.radius if loss_bound is None else _positive(loss_bound, "loss_bound", allow_zero=True)
-        d = int(dim)
+        dom = _bind_domain(domain, d)
+        L = check_float(smoothness, "smoothness", min_val=0.0)
+        G = check_float(lipschitz, "lipschitz", min_val=0.0)
+        B = G * 2 * dom.radius if loss_bound is None else check_float(loss_bound, "loss_bound", min_val=0.0)
 
         def evaluate(w: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             idx = order[pos]
@@ -296,14 +408,24 @@ class GroupProblem:
             val = np.asarray(out[0], dtype=float).reshape(-1)
             grad = np.asarray(out[1], dtype=float)
             if val.shape != (len(idx),) or grad.shape != (len(idx), d):
-                raise InputError(f"oracle returned shapes {val.shape} and {grad.shape}, expected "
-                                 f"({len(idx)},) and ({len(idx)}, {d})")
+                raise InputError(
+                    f"oracle returned shapes {val.shape} and {grad.shape}, expected ({len(idx)},) and ({len(idx)}, {d})"
+                )
             if not (np.all(np.isfinite(val)) and np.all(np.isfinite(grad))):
                 raise InputError("oracle returned non-finite values or gradients")
             return val, grad
 
-        return cls(sizes=np.array([len(g) for g in members]), domain=dom, dim=d, evaluate=evaluate,
-                   smoothness=L, lipschitz=G, loss_bound=B, name=f"oracle, {dom!r}", positions_to_user=order)
+        return cls(
+            sizes=np.array([len(g) for g in members]),
+            domain=dom,
+            dim=d,
+            evaluate=evaluate,
+            smoothness=L,
+            lipschitz=G,
+            loss_bound=B,
+            name=f"oracle, {dom!r}",
+            positions_to_user=order,
+        )
 
     # ------------------------------------------------------------------------------------------ oracles
     def sample_eval(self, w: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -334,55 +456,79 @@ class GroupProblem:
 
     def subproblem(self, i: int) -> "GroupProblem":
         """Group ``i`` alone as a one-group problem (plain ERM over its samples), sharing the oracle."""
-        if not 0 <= i < self.m:
-            raise InputError(f"group index must be in 0..{self.m - 1}, got {i}")
+        i = check_int(i, "group index", min_val=0, max_val=self.m - 1)
         start = int(self.offsets[i])
         base = self._evaluate
 
         def evaluate(w: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             return base(w, np.asarray(pos) + start)
 
-        return GroupProblem(sizes=self.sizes[i:i + 1], domain=self.domain, dim=self.dim, evaluate=evaluate,
-                            smoothness=self.smoothness, lipschitz=self.lipschitz, loss_bound=self.loss_bound,
-                            name=f"group {i} of {self.name}")
+        return GroupProblem(
+            sizes=self.sizes[i : i + 1],
+            domain=self.domain,
+            dim=self.dim,
+            evaluate=evaluate,
+            smoothness=self.smoothness,
+            lipschitz=self.lipschitz,
+            loss_bound=self.loss_bound,
+            name=f"group {i} of {self.name}",
+        )
 
     def __repr__(self) -> str:
         return f"GroupProblem(m={self.m}, n_total={self.n_total}, dim={self.dim}, {self.name})"
 
 
+def synthetic_problem(
+    m: int = 16,
+    n: int | tuple[int, int] = 100,
+    d: int = 20,
+    *,
+    radius: float = 5.0,
+    loss: str = "logistic",
+    box: bool = False,
+    seed: int = 0,
+    **kwargs,
+) -> GroupProblem:
+    """The synthetic multi-group problem of the claims: :func:`icml24.data.groups.synthetic_groups` as a
+    :class:`GroupProblem`.
+
+    Parameters
+    ----------
+    m, n, d : int (``n`` also ``(low, high)``), default 16, 100, 20
+        Groups, samples per group and dimension, as in :func:`~icml24.data.groups.synthetic_groups`.
+    radius : float, default 5.0
+        ``W = {||w|| <= radius}``.
+    loss : str, default "logistic"
+        One of :data:`LOSSES`.
+    box : bool, default False
+        Use the box ``[-radius/sqrt(d), radius/sqrt(d)]^d`` as ``W`` instead of the ball.
+    seed : int, default 0
+        Seed of the data.
+    **kwargs
+        ``shift`` and ``flip`` of :func:`~icml24.data.groups.synthetic_groups`.
+
+    Returns
+    -------
+    GroupProblem
+    """
+    X, y, g = synthetic_groups(m, n, d, seed=seed, **kwargs)
+    if loss == "squared":
+        y = y.astype(float)
+    dom = Box(-radius / np.sqrt(d), radius / np.sqrt(d)) if box else Ball(radius)
+    return GroupProblem.from_data(X, y, g, loss=loss, domain=dom)
+
+
 # ------------------------------------------------------------------------------------------ validation
-def _positive(value, name: str, allow_zero: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise InputError(f"{name} must be a number, got {value!r}")
-    v = float(value)
-    if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
-        raise InputError(f"{name} must be a finite {'non-negative' if allow_zero else 'positive'} number, "
-                         f"got {value!r}")
-    return v
-
-
 def _as_matrix(X, name: str) -> np.ndarray:
-    try:
-        A = np.asarray(X, dtype=float)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a numeric array") from None
-    if A.ndim != 2 or A.shape[0] == 0 or A.shape[1] == 0:
-        raise InputError(f"{name} must be a non-empty 2-D array (samples x features), got shape {A.shape}")
-    if not np.all(np.isfinite(A)):
-        raise InputError(f"{name} has non-finite entries (NaN or inf)")
-    return A
+    """A non-empty, finite 2-D float64 array (samples x features)."""
+    return check_array(X, name, ndim=2).astype(np.float64, copy=False)
 
 
 def _as_vector(y, name: str) -> np.ndarray:
-    try:
-        v = np.asarray(y, dtype=float)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a numeric array") from None
-    if v.ndim != 1:
-        raise InputError(f"{name} must be 1-D, got shape {v.shape}")
-    if not np.all(np.isfinite(v)):
-        raise InputError(f"{name} has non-finite entries (NaN or inf)")
-    return v
+    """A non-empty, finite 1-D float64 array; boolean labels read as 0 and 1."""
+    if isinstance(y, np.ndarray) and y.dtype == bool:
+        y = y.astype(np.float64)
+    return check_array(y, name, ndim=1).astype(np.float64, copy=False)
 
 
 def _members(groups, n: int, labels_allowed: bool = True) -> list[np.ndarray]:
@@ -417,7 +563,7 @@ def _members(groups, n: int, labels_allowed: bool = True) -> list[np.ndarray]:
     return out
 
 
-def _bind_domain(domain, dim: int) -> _Set:
+def _bind_domain(domain, dim: int) -> ConvexSet:
     if domain is None:
         domain = Ball(5.0)
     if not isinstance(domain, (Ball, Box)):
@@ -425,4 +571,15 @@ def _bind_domain(domain, dim: int) -> _Set:
     return domain.bind(dim)
 
 
-__all__ = ["Ball", "Box", "GroupProblem", "LOSSES", "Oracle"]
+__all__ = [
+    "Ball",
+    "Box",
+    "ConvexSet",
+    "BallSet",
+    "BoxSet",
+    "GroupProblem",
+    "LOSSES",
+    "SCALAR_LOSSES",
+    "Oracle",
+    "synthetic_problem",
+]

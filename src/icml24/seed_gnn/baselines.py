@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import copy
-import math
 from typing import Any
 
 import numpy as np
@@ -16,23 +15,71 @@ from torch_geometric.data import Data
 from torch_geometric.utils import k_hop_subgraph, subgraph
 
 from ..errors import InputError
+from ..validation import check_bool, check_float, check_int, check_tensor
 from .editor import GnnMlpEditor, SequentialEditor, gnn_outputs
 
 
 class EGNNEditor(GnnMlpEditor):
     """EGNN (Liu, Jiang, Zhong et al., arXiv 2305.15529) as in the official ``pipelines/seed_gnn/egnn.py``:
     the same GNN + MLP model and warm-up, but each edit trains on ``[e_i]`` alone (no replay, no anchors),
-    Adam at lr 0.01 (also the warm-up's), stopping when ``e_i`` is right; one optimizer for the sequence."""
+    Adam at lr 0.01 (also the warm-up's), stopping when ``e_i`` is right; one optimizer for the sequence.
+
+    Parameters
+    ----------
+    gnn : torch.nn.Module
+        A trained node classifier; it is frozen.
+    data : torch_geometric.data.Data
+        The graph with its three masks.
+    lr : float, default 0.01
+        Adam learning rate of the warm-up and the edits (the official EGNN config).
+    max_steps : int, default 500
+        At most this many steps per edit.
+    warmup_iters, warmup_batch : int, default 100 and 32
+        The MLP warm-up.
+    mlp_hidden, mlp_layers, mlp_dropout : optional
+        The MLP's shape; by default the GNN's own.
+    seed : int, default 0
+        Seeds the MLP and the warm-up batches.
+    fast : bool, default True
+        Edit steps with the MLP's backward written out.
+
+    References
+    ----------
+    Q. Liu, Z. Jiang, S. Zhong et al. Editable Graph Neural Network for Node Classifications. arXiv 2305.15529.
+    """
 
     name = "egnn"
 
-    def __init__(self, gnn: nn.Module, data: Data, *, lr: float = 0.01, max_steps: int = 500,
-                 warmup_iters: int = 100, warmup_batch: int = 32, mlp_hidden: int | None = None,
-                 mlp_layers: int | None = None, mlp_dropout: float | None = None, seed: int = 0,
-                 fast: bool = True) -> None:
-        super().__init__(gnn, data, lr=lr, max_steps=max_steps, replay=False, beta=0, warmup_iters=warmup_iters,
-                         warmup_batch=warmup_batch, mlp_hidden=mlp_hidden, mlp_layers=mlp_layers,
-                         mlp_dropout=mlp_dropout, seed=seed, fast=fast)
+    def __init__(
+        self,
+        gnn: nn.Module,
+        data: Data,
+        *,
+        lr: float = 0.01,
+        max_steps: int = 500,
+        warmup_iters: int = 100,
+        warmup_batch: int = 32,
+        mlp_hidden: int | None = None,
+        mlp_layers: int | None = None,
+        mlp_dropout: float | None = None,
+        seed: int = 0,
+        fast: bool = True,
+    ) -> None:
+        super().__init__(
+            gnn,
+            data,
+            lr=lr,
+            max_steps=max_steps,
+            replay=False,
+            beta=0,
+            warmup_iters=warmup_iters,
+            warmup_batch=warmup_batch,
+            mlp_hidden=mlp_hidden,
+            mlp_layers=mlp_layers,
+            mlp_dropout=mlp_dropout,
+            seed=seed,
+            fast=fast,
+        )
 
 
 class FineTuneEditor(SequentialEditor):
@@ -48,22 +95,32 @@ class FineTuneEditor(SequentialEditor):
     graph: the target's output, loss and gradients are exactly those of the full graph (every node within
     ``hops`` hops keeps all its neighbours, so degrees and aggregations are unchanged; eval mode, so batch
     norm uses its running statistics), at a fraction of the cost. ``hops=0`` forces full-graph steps.
+
+    Parameters
+    ----------
+    gnn : torch.nn.Module
+        A trained node classifier; a copy is edited.
+    data : torch_geometric.data.Data
+        The graph with its three masks.
+    lr : float, default 0.01
+        Adam learning rate.
+    max_steps : int, default 500
+        At most this many steps per edit.
+    hops : int, optional
+        Message-passing layers of the GNN (default ``gnn.num_layers``, else 0: full-graph steps).
     """
 
     name = "finetune"
 
-    def __init__(self, gnn: nn.Module, data: Data, *, lr: float = 0.01, max_steps: int = 500,
-                 hops: int | None = None) -> None:
+    def __init__(
+        self, gnn: nn.Module, data: Data, *, lr: float = 0.01, max_steps: int = 500, hops: int | None = None
+    ) -> None:
         super().__init__(gnn, data)
         if hops is None:
             hops = getattr(gnn, "num_layers", 0)
-        if isinstance(hops, bool) or not isinstance(hops, int) or hops < 0:
-            raise InputError(f"hops must be a non-negative integer, got {hops!r}")
-        self.hops = hops
-        if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
-            raise InputError(f"lr must be a positive number, got {lr!r}")
-        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
-            raise InputError(f"max_steps must be a positive integer, got {max_steps!r}")
+        self.hops = check_int(hops, "hops", min_val=0)
+        lr = check_float(lr, "lr", min_val=0.0, include_boundaries="right")
+        max_steps = check_int(max_steps, "max_steps", min_val=1)
         self.model = copy.deepcopy(gnn)
         for p in self.model.parameters():
             p.requires_grad_(True)
@@ -72,6 +129,13 @@ class FineTuneEditor(SequentialEditor):
 
     @torch.no_grad()
     def logits(self) -> Tensor:
+        """The edited GNN's outputs on the whole graph (eval mode).
+
+        Returns
+        -------
+        torch.Tensor
+            Nodes x classes.
+        """
         return gnn_outputs(self.model, self.data.x, self.data.edge_index)
 
     def _edit(self, node: int, label: int, index: int) -> tuple[int, int, int]:
@@ -82,7 +146,8 @@ class FineTuneEditor(SequentialEditor):
         self._start_edit()
         x, ei, at = self._receptive_field(node)
         steps = 0
-        for steps in range(1, self.max_steps + 1):
+        while steps < self.max_steps:
+            steps += 1
             self.optimizer.zero_grad()
             out = self.model(x, ei)[[at]]
             done = bool(out.argmax(-1).item() == label)
@@ -104,13 +169,16 @@ class FineTuneEditor(SequentialEditor):
         ``hops == 0``)."""
         if self.hops == 0:
             return self.data.x, self.data.edge_index, node
-        subset, ei, mapping, _ = k_hop_subgraph(node, self.hops + 1, self.data.edge_index, relabel_nodes=True,
-                                                num_nodes=self.data.num_nodes)
+        subset, ei, mapping, _ = k_hop_subgraph(
+            node, self.hops + 1, self.data.edge_index, relabel_nodes=True, num_nodes=self.data.num_nodes
+        )
         return self.data.x[subset], ei, int(mapping[0])
 
     def _state(self) -> dict[str, Any]:
-        return {"model": {k: v.detach().clone() for k, v in self.model.state_dict().items()},
-                "optimizer": self.optimizer.state_dict()}
+        return {
+            "model": {k: v.detach().clone() for k, v in self.model.state_dict().items()},
+            "optimizer": self.optimizer.state_dict(),
+        }
 
     def _load_state(self, state: dict[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
@@ -125,16 +193,33 @@ def rewire(grad_target: Tensor, anchors: Tensor, gamma: float = 1.0) -> Tensor:
     scaled by ``1 / (1 + gamma)``: ``(g + A^T v) / (1 + gamma)`` with ``v = argmin_{v >= 0} ||A^T v + g||^2``
     (the dual of the projection; the official code hands the same quadratic programme to ``qpsolvers``, here
     ``scipy.optimize.nnls`` solves it exactly; ``K = 1`` has the closed form ``v = max(0, -<a, g> / ||a||^2)``).
+
+    Parameters
+    ----------
+    grad_target : torch.Tensor
+        The target's gradient (any shape; flattened to P entries).
+    anchors : torch.Tensor
+        [K, P] (or [P]): one anchor gradient per row.
+    gamma : float, default 1.0
+        The scaling ``1 / (1 + gamma)``; >= 0.
+
+    Returns
+    -------
+    torch.Tensor
+        The rewired gradient, of ``grad_target``'s shape and dtype.
+
+    References
+    ----------
+    Z. Jiang et al. Gradient Rewiring for Editable Graph Neural Network Training. NeurIPS 2024.
     """
-    if not isinstance(grad_target, Tensor) or not isinstance(anchors, Tensor):
-        raise InputError("grad_target and anchors must be torch tensors")
+    check_tensor(grad_target, "grad_target", dtype=None, finite=False, allow_empty=True)
+    check_tensor(anchors, "anchors", dtype=None, finite=False, allow_empty=True)
     g = grad_target.detach().double().reshape(-1)
     if anchors.dim() not in (1, 2) or anchors.shape[-1] != g.numel() or anchors.numel() == 0:
         raise InputError(f"anchors must be [K, {g.numel()}] (one row per anchor gradient), got {tuple(anchors.shape)}")
-    if not (bool(torch.isfinite(g).all()) and bool(torch.isfinite(anchors).all())):
-        raise InputError("grad_target and anchors must be finite (no NaN or inf)")
-    if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not math.isfinite(gamma) or gamma < 0:
-        raise InputError(f"gamma must be a finite number >= 0, got {gamma!r}")
+    check_tensor(grad_target, "grad_target", dtype=None, allow_empty=True)
+    check_tensor(anchors, "anchors", dtype=None)
+    gamma = check_float(gamma, "gamma", min_val=0.0)
     A = anchors.detach().double().reshape(-1, g.numel())
     if A.shape[0] == 1:
         aa = float(A[0] @ A[0])
@@ -160,18 +245,49 @@ class GREEditor(FineTuneEditor):
     official loop runs the whole graph in train mode, i.e. with dropout). ``official_quirk=True`` reproduces
     the official ``GRE.update_model``, which computes the anchor gradient but then steps on the unprojected
     target gradient (GRE+ does project).
+
+    Parameters
+    ----------
+    gnn : torch.nn.Module
+        A trained node classifier; a copy is edited.
+    data : torch_geometric.data.Data
+        The graph with its three masks.
+    gamma : float, default 1.0
+        The rewired gradient's scaling ``1 / (1 + gamma)`` (:func:`rewire`).
+    splits : int, default 1
+        Chunks of training nodes, one anchor gradient each (1: GRE; more: GRE+).
+    lr : float, default 0.01
+        Adam learning rate.
+    max_steps : int, default 10
+        At most this many steps per edit.
+    hops : int, optional
+        As in :class:`FineTuneEditor`.
+    official_quirk : bool, default False
+        Step on the unprojected gradient when ``splits == 1``, as the official ``GRE.update_model``.
+
+    References
+    ----------
+    Z. Jiang et al. Gradient Rewiring for Editable Graph Neural Network Training. NeurIPS 2024.
     """
 
     name = "gre"
 
-    def __init__(self, gnn: nn.Module, data: Data, *, gamma: float = 1.0, splits: int = 1, lr: float = 0.01,
-                 max_steps: int = 10, hops: int | None = None, official_quirk: bool = False) -> None:
+    def __init__(
+        self,
+        gnn: nn.Module,
+        data: Data,
+        *,
+        gamma: float = 1.0,
+        splits: int = 1,
+        lr: float = 0.01,
+        max_steps: int = 10,
+        hops: int | None = None,
+        official_quirk: bool = False,
+    ) -> None:
         super().__init__(gnn, data, lr=lr, max_steps=max_steps, hops=hops)
-        if not (isinstance(gamma, (int, float)) and not isinstance(gamma, bool) and math.isfinite(gamma)
-                and gamma >= 0):
-            raise InputError(f"gamma must be a finite number >= 0, got {gamma!r}")
-        if isinstance(splits, bool) or not isinstance(splits, int) or splits < 1:
-            raise InputError(f"splits must be a positive integer, got {splits!r}")
+        gamma = check_float(gamma, "gamma", min_val=0.0)
+        splits = check_int(splits, "splits", min_val=1)
+        official_quirk = check_bool(official_quirk, "official_quirk")
         train = data.train_mask.nonzero().view(-1)
         if train.numel() < splits:
             raise InputError(f"splits={splits} but the graph has only {train.numel()} training nodes")
@@ -188,7 +304,13 @@ class GREEditor(FineTuneEditor):
         return torch.cat([(torch.zeros_like(p) if g is None else g).reshape(-1) for p, g in zip(self._params, grads)])
 
     def anchor_gradients(self) -> Tensor:
-        """[splits, P]: gradients of the training loss on each chunk of training nodes, at the current weights."""
+        """Gradients of the training loss on each chunk of training nodes, at the current weights.
+
+        Returns
+        -------
+        torch.Tensor
+            [splits, P], P the number of trainable parameters.
+        """
         self.model.eval()
         rows = []
         for chunk in self._chunks:
@@ -205,5 +327,5 @@ class GREEditor(FineTuneEditor):
             g = rewire(g, self._anchors, self.gamma)
         offset = 0
         for p in self._params:
-            p.grad = g[offset:offset + p.numel()].view_as(p).clone()
+            p.grad = g[offset : offset + p.numel()].view_as(p).clone()
             offset += p.numel()

@@ -34,10 +34,9 @@ from __future__ import annotations
 
 import copy
 import io
-import math
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -50,30 +49,49 @@ from torch_geometric.utils import k_hop_subgraph
 from ..errors import InputError
 from ..nn.gnn import MLP, to_inductive
 from ..runs import atomic_write_bytes
+from ..validation import check_bool, check_float, check_int, check_probability, check_seed, check_tensor
 
 
 # --------------------------------------------------------------------------------------------- validation
 def check_graph(data: Data, *, masks: bool = True) -> Data:
-    """Validate a node-classification ``Data``: features, edges, labels and (optionally) the three masks."""
+    """Validate a node-classification graph: features, edges, labels and (optionally) the three masks.
+
+    Parameters
+    ----------
+    data : torch_geometric.data.Data
+        With ``x`` (float, nodes x features, finite), ``edge_index`` (2 x E, long, ids in range) and ``y``
+        (long, one label per node).
+    masks : bool, default True
+        Also require boolean ``train_mask``, ``val_mask`` and ``test_mask`` over the nodes, the first
+        selecting at least one node.
+
+    Returns
+    -------
+    torch_geometric.data.Data
+        ``data`` itself.
+
+    Raises
+    ------
+    InputError
+        Naming the attribute at fault.
+    """
     if not isinstance(data, Data):
         raise InputError(f"data must be a torch_geometric.data.Data, got {type(data).__name__}")
-    x, ei, y = getattr(data, "x", None), getattr(data, "edge_index", None), getattr(data, "y", None)
-    if not isinstance(x, Tensor) or x.dim() != 2 or not x.is_floating_point():
-        raise InputError("data.x must be a float matrix (nodes x features)")
-    if not bool(torch.isfinite(x).all()):
-        raise InputError("data.x contains NaN or infinite features", "clean or impute the features first")
+    x = check_tensor(getattr(data, "x", None), "data.x", ndim=2, dtype="float", allow_empty=True)
     n = x.size(0)
-    if not isinstance(ei, Tensor) or ei.dim() != 2 or ei.size(0) != 2 or ei.dtype != torch.long:
-        raise InputError("data.edge_index must be a 2 x E long tensor")
+    ei = check_tensor(
+        getattr(data, "edge_index", None), "data.edge_index", shape=(2, None), dtype="integer", allow_empty=True
+    )
+    if ei.dtype != torch.long:
+        raise InputError(f"data.edge_index must be a 2 x E long tensor, got dtype {ei.dtype}")
     if ei.numel() and (int(ei.min()) < 0 or int(ei.max()) >= n):
         raise InputError(f"data.edge_index refers to nodes outside 0..{n - 1}")
-    if not isinstance(y, Tensor) or y.shape != (n,) or y.dtype != torch.long:
-        raise InputError(f"data.y must be a long tensor of {n} class labels")
+    y = check_tensor(getattr(data, "y", None), "data.y", shape=(n,), dtype="integer", allow_empty=True)
+    if y.dtype != torch.long:
+        raise InputError(f"data.y must be a long tensor of {n} class labels, got dtype {y.dtype}")
     if masks:
         for name in ("train_mask", "val_mask", "test_mask"):
-            m = getattr(data, name, None)
-            if not isinstance(m, Tensor) or m.shape != (n,) or m.dtype != torch.bool:
-                raise InputError(f"data.{name} must be a boolean mask over the {n} nodes")
+            check_tensor(getattr(data, name, None), f"data.{name}", shape=(n,), dtype="bool", allow_empty=True)
         if not bool(data.train_mask.any()):
             raise InputError("data.train_mask selects no node")
     return data
@@ -81,14 +99,31 @@ def check_graph(data: Data, *, masks: bool = True) -> Data:
 
 @torch.no_grad()
 def gnn_outputs(gnn: nn.Module, x: Tensor, edge_index: Tensor) -> Tensor:
-    """The GNN's outputs in eval mode (its mode is restored)."""
+    """The GNN's outputs in eval mode (its mode is restored).
+
+    Parameters
+    ----------
+    gnn : torch.nn.Module
+        ``gnn(x, edge_index) -> (nodes x classes)``.
+    x : torch.Tensor
+        Node features.
+    edge_index : torch.Tensor
+        Edges, 2 x E.
+
+    Returns
+    -------
+    torch.Tensor
+        The outputs, nodes x classes.
+    """
     was = gnn.training
     gnn.eval()
     try:
         out = gnn(x, edge_index)
     except Exception as exc:
-        raise InputError(f"the GNN failed on this graph: {type(exc).__name__}: {exc}",
-                         "the model must take (x, edge_index) and match data.x's feature size") from None
+        raise InputError(
+            f"the GNN failed on this graph: {type(exc).__name__}: {exc}",
+            "the model must take (x, edge_index) and match data.x's feature size",
+        ) from None
     finally:
         gnn.train(was)
     if not isinstance(out, Tensor) or out.dim() != 2 or out.size(0) != x.size(0):
@@ -96,22 +131,64 @@ def gnn_outputs(gnn: nn.Module, x: Tensor, edge_index: Tensor) -> Tensor:
     return out
 
 
-def _infer_mlp_shape(gnn: nn.Module, hidden: int | None, layers: int | None, dropout: float | None):
-    """The MLP copies the GNN's depth, width and dropout when the GNN exposes them (icml24.nn backbones do)."""
-    h = hidden if hidden is not None else getattr(gnn, "hidden_channels", 32)
-    n = layers if layers is not None else getattr(gnn, "num_layers", 2)
-    p = dropout if dropout is not None else getattr(gnn, "dropout", 0.1)
-    if not isinstance(h, int) or h < 1 or not isinstance(n, int) or n < 1:
-        raise InputError(f"MLP width and depth must be positive integers, got {h} and {n}")
-    if not isinstance(p, (int, float)) or not 0.0 <= p < 1.0:
-        raise InputError(f"MLP dropout must be in [0, 1), got {p}")
-    return h, n, float(p)
+def mlp_shape(
+    gnn: nn.Module, hidden: int | None = None, layers: int | None = None, dropout: float | None = None
+) -> tuple[int, int, float]:
+    """The MLP's width, depth and dropout: those given, else the GNN's own (``hidden_channels``,
+    ``num_layers``, ``dropout`` attributes, which :mod:`icml24.nn` backbones expose), else 32, 2 and 0.1.
+
+    Parameters
+    ----------
+    gnn : torch.nn.Module
+    hidden, layers : int, optional
+        Positive integers.
+    dropout : float, optional
+        In ``[0, 1)``.
+
+    Returns
+    -------
+    tuple of (int, int, float)
+    """
+    h = check_int(hidden if hidden is not None else getattr(gnn, "hidden_channels", 32), "mlp_hidden", min_val=1)
+    n = check_int(layers if layers is not None else getattr(gnn, "num_layers", 2), "mlp_layers", min_val=1)
+    p = check_float(
+        dropout if dropout is not None else getattr(gnn, "dropout", 0.1),
+        "mlp_dropout",
+        min_val=0.0,
+        max_val=1.0,
+        include_boundaries="left",
+    )
+    return h, n, p
 
 
 # ------------------------------------------------------------------------------------------------ records
 @dataclass
 class EditRecord:
-    """One edit of a sequence: what was asked, what it cost, and the model's quality after it."""
+    """One edit of a sequence: what was asked, what it cost, and the model's quality after it.
+
+    Parameters
+    ----------
+    index : int
+        0-based position in the sequence.
+    node, label : int
+        The target and the label it was edited to.
+    steps : int
+        Optimizer steps (0: the target was already right and the edit was skipped).
+    seconds : float
+        Wall time of the edit.
+    target_correct : bool
+        The model predicts this target right after the edit.
+    success_rate : float
+        Fraction of all targets so far predicted right after the edit (the paper's SR).
+    train_acc, val_acc, test_acc : float
+        Accuracies after the edit.
+    drawdown : float
+        Base test accuracy minus test accuracy, in percentage points (the paper's DD).
+    batch_size : int, default 1
+        Rows of the edit's training batch.
+    anchors_near : int, default 0
+        Anchors drawn from the target's neighbourhood.
+    """
 
     index: int  # 0-based position in the sequence
     node: int
@@ -128,12 +205,31 @@ class EditRecord:
     anchors_near: int = 0  # anchors drawn from the target's neighbourhood
 
     def as_dict(self) -> dict[str, Any]:
+        """The record as a plain dictionary (for JSON).
+
+        Returns
+        -------
+        dict of str to object
+        """
         return asdict(self)
 
 
 def summarize(records: Sequence[EditRecord], checkpoints: Sequence[int] = (1, 10, 25, 50)) -> dict[str, float]:
-    """The paper's figures: drawdown and success rate at edits 1/10/25/50 (those reached), max and mean
-    drawdown, mean success rate, mean steps and milliseconds per edit."""
+    """The paper's figures of an edit sequence.
+
+    Parameters
+    ----------
+    records : sequence of EditRecord
+        An editor's log.
+    checkpoints : sequence of int, default (1, 10, 25, 50)
+        The edits at which drawdown and success rate are reported (those reached).
+
+    Returns
+    -------
+    dict of str to float
+        ``dd@c`` and ``sr@c`` per checkpoint, ``edits``, ``dd_last``, ``sr_last``, ``max_dd``, ``mean_dd``
+        (the paper's Avg DD), ``mean_sr``, ``mean_steps`` and ``ms_per_edit``; empty for an empty log.
+    """
     if not records:
         return {}
     out: dict[str, float] = {}
@@ -142,19 +238,39 @@ def summarize(records: Sequence[EditRecord], checkpoints: Sequence[int] = (1, 10
             out[f"dd@{c}"] = records[c - 1].drawdown
             out[f"sr@{c}"] = records[c - 1].success_rate
     last = records[-1]
-    out.update({
-        "edits": float(len(records)), "dd_last": last.drawdown, "sr_last": last.success_rate,
-        "max_dd": max(r.drawdown for r in records), "mean_dd": sum(r.drawdown for r in records) / len(records),
-        "mean_sr": sum(r.success_rate for r in records) / len(records),
-        "mean_steps": sum(r.steps for r in records) / len(records),
-        "ms_per_edit": 1e3 * sum(r.seconds for r in records) / len(records),
-    })
+    out.update(
+        {
+            "edits": float(len(records)),
+            "dd_last": last.drawdown,
+            "sr_last": last.success_rate,
+            "max_dd": max(r.drawdown for r in records),
+            "mean_dd": sum(r.drawdown for r in records) / len(records),
+            "mean_sr": sum(r.success_rate for r in records) / len(records),
+            "mean_steps": sum(r.steps for r in records) / len(records),
+            "ms_per_edit": 1e3 * sum(r.seconds for r in records) / len(records),
+        }
+    )
     return out
 
 
 # ------------------------------------------------------------------------------------------------ editors
 class SequentialEditor:
-    """What every editor shares: inputs, the base accuracy, the edit log, undo, and save/load."""
+    """What every editor shares: inputs, the base accuracy, the edit log, undo, and save/load.
+
+    Parameters
+    ----------
+    gnn : torch.nn.Module
+        A trained node classifier, ``gnn(x, edge_index) -> (nodes x classes)``.
+    data : torch_geometric.data.Data
+        The graph with ``x``, ``edge_index``, ``y`` and the three masks (:func:`check_graph`).
+
+    Attributes
+    ----------
+    base_acc : tuple of float
+        Train, validation and test accuracy of the unedited GNN (drawdown is measured against the last).
+    log : list of EditRecord
+        One record per edit so far.
+    """
 
     name = "editor"
 
@@ -165,11 +281,14 @@ class SequentialEditor:
         base = gnn_outputs(gnn, data.x, data.edge_index)
         self.num_classes = int(base.size(1))
         if int(data.y.max()) >= self.num_classes:
-            raise InputError(f"data.y has labels up to {int(data.y.max())} but the GNN outputs "
-                             f"{self.num_classes} classes")
+            raise InputError(
+                f"data.y has labels up to {int(data.y.max())} but the GNN outputs {self.num_classes} classes"
+            )
         pred = base.argmax(-1)
-        self.base_acc = tuple(float((pred[m] == data.y[m]).float().mean()) if int(m.sum()) else float("nan")
-                              for m in (data.train_mask, data.val_mask, data.test_mask))
+        self.base_acc = tuple(
+            float((pred[m] == data.y[m]).float().mean()) if int(m.sum()) else float("nan")
+            for m in (data.train_mask, data.val_mask, data.test_mask)
+        )
         self.log: list[EditRecord] = []
         self.targets: list[int] = []
         self.labels: list[int] = []
@@ -177,7 +296,13 @@ class SequentialEditor:
 
     # -- subclasses provide
     def logits(self) -> Tensor:  # pragma: no cover - abstract
-        """The current model's outputs on the whole graph (eval mode)."""
+        """The current model's outputs on the whole graph (eval mode).
+
+        Returns
+        -------
+        torch.Tensor
+            Nodes x classes.
+        """
         raise NotImplementedError
 
     def _edit(self, node: int, label: int, index: int) -> tuple[int, int, int]:  # pragma: no cover
@@ -192,28 +317,68 @@ class SequentialEditor:
 
     # -- the API
     def check_target(self, node, label) -> tuple[int, int]:
+        """Validate an edit target.
+
+        Parameters
+        ----------
+        node : int
+            A node id (a one-element tensor is accepted).
+        label : int
+            A class of the GNN.
+
+        Returns
+        -------
+        tuple of (int, int)
+        """
         n = self.data.num_nodes
         if isinstance(node, Tensor) and node.numel() == 1:
-            node = int(node)
+            node = node.reshape(())
         if isinstance(label, Tensor) and label.numel() == 1:
-            label = int(label)
-        if isinstance(node, bool) or not isinstance(node, int) or not 0 <= node < n:
+            label = label.reshape(())
+        node, label = check_int(node, "node"), check_int(label, "label")
+        if not 0 <= node < n:
             raise InputError(f"node={node!r} is out of range", f"node ids are 0..{n - 1}")
-        if isinstance(label, bool) or not isinstance(label, int) or not 0 <= label < self.num_classes:
+        if not 0 <= label < self.num_classes:
             raise InputError(f"label={label!r} is outside the classes", f"labels are 0..{self.num_classes - 1}")
         return node, label
 
     def predict(self) -> Tensor:
-        """Predicted class of every node."""
+        """Predicted class of every node.
+
+        Returns
+        -------
+        torch.Tensor
+            Long, one class per node.
+        """
         return self.logits().argmax(-1)
 
     def accuracy(self) -> tuple[float, float, float]:
+        """Train, validation and test accuracy of the current model.
+
+        Returns
+        -------
+        tuple of float
+        """
         pred, d = self.predict(), self.data
-        return tuple(float((pred[m] == d.y[m]).float().mean()) if int(m.sum()) else float("nan")
-                     for m in (d.train_mask, d.val_mask, d.test_mask))
+        return tuple(
+            float((pred[m] == d.y[m]).float().mean()) if int(m.sum()) else float("nan")
+            for m in (d.train_mask, d.val_mask, d.test_mask)
+        )
 
     def edit(self, node: int, label: int) -> EditRecord:
-        """Make the model predict ``label`` for ``node``, on top of all earlier edits; log and return it."""
+        """Make the model predict ``label`` for ``node``, on top of all earlier edits; log and return it.
+
+        Parameters
+        ----------
+        node : int
+            The target node.
+        label : int
+            The class it should be predicted as.
+
+        Returns
+        -------
+        EditRecord
+        """
         node, label = self.check_target(node, label)
         index = len(self.log)
         if not self._snapshots:
@@ -227,19 +392,57 @@ class SequentialEditor:
         tgt = torch.tensor(self.targets)
         sr = float((pred[tgt] == torch.tensor(self.labels)).float().mean())
         tr, va, te = self.accuracy_from(pred)
-        rec = EditRecord(index, node, label, steps, seconds, bool(pred[node] == label), sr, tr, va, te,
-                         100.0 * (self.base_acc[2] - te), batch, near)
+        rec = EditRecord(
+            index,
+            node,
+            label,
+            steps,
+            seconds,
+            bool(pred[node] == label),
+            sr,
+            tr,
+            va,
+            te,
+            100.0 * (self.base_acc[2] - te),
+            batch,
+            near,
+        )
         self.log.append(rec)
         self._snapshots.append(self._snapshot())
         return rec
 
     def accuracy_from(self, pred: Tensor) -> tuple[float, float, float]:
+        """Train, validation and test accuracy of the given predictions.
+
+        Parameters
+        ----------
+        pred : torch.Tensor
+            One class per node.
+
+        Returns
+        -------
+        tuple of float
+        """
         d = self.data
-        return tuple(float((pred[m] == d.y[m]).float().mean()) if int(m.sum()) else float("nan")
-                     for m in (d.train_mask, d.val_mask, d.test_mask))
+        return tuple(
+            float((pred[m] == d.y[m]).float().mean()) if int(m.sum()) else float("nan")
+            for m in (d.train_mask, d.val_mask, d.test_mask)
+        )
 
     def edit_many(self, nodes: Sequence[int], labels: Sequence[int], progress: bool = False) -> list[EditRecord]:
-        """Edit sequentially; optionally with a progress bar."""
+        """Edit the targets one after another.
+
+        Parameters
+        ----------
+        nodes, labels : sequence of int
+            The targets and their labels, in order.
+        progress : bool, default False
+            Show a progress bar.
+
+        Returns
+        -------
+        list of EditRecord
+        """
         if len(nodes) != len(labels):
             raise InputError(f"{len(nodes)} nodes but {len(labels)} labels")
         from tqdm.auto import tqdm
@@ -253,25 +456,37 @@ class SequentialEditor:
         return out
 
     def summary(self) -> dict[str, float]:
+        """:func:`summarize` of this editor's log.
+
+        Returns
+        -------
+        dict of str to float
+        """
         return summarize(self.log)
 
     def undo(self, to_edit: int | None = None) -> None:
         """Return to the state after edit ``to_edit`` (a count: 0 is before any edit; default: drop the last).
 
         Model, optimizer state, targets and log are restored exactly as they were.
+
+        Parameters
+        ----------
+        to_edit : int, optional
+            Between 0 and the number of edits so far.
         """
         n = len(self.log)
         if to_edit is None:
             to_edit = n - 1
-        if isinstance(to_edit, bool) or not isinstance(to_edit, int) or not 0 <= to_edit <= n:
-            raise InputError(f"to_edit must be between 0 and {n}, got {to_edit!r}")
+        to_edit = check_int(to_edit, "to_edit", min_val=0, max_val=n)
         if to_edit == n:
             return
         if self._snapshots[to_edit] is None:
-            raise InputError(f"edit {to_edit} predates the state this editor was loaded from",
-                             f"undo can reach back to edit {len(self.log) - len(self._snapshots) + 1} at most")
+            raise InputError(
+                f"edit {to_edit} predates the state this editor was loaded from",
+                f"undo can reach back to edit {len(self.log) - len(self._snapshots) + 1} at most",
+            )
         self._restore(self._snapshots[to_edit])
-        del self._snapshots[to_edit + 1:]
+        del self._snapshots[to_edit + 1 :]
         del self.log[to_edit:]
         del self.targets[to_edit:]
         del self.labels[to_edit:]
@@ -284,16 +499,35 @@ class SequentialEditor:
 
     # -- persistence: plain tensors, ints, floats and lists, readable with torch.load(weights_only=True)
     def state_dict(self) -> dict[str, Any]:
-        return {"format": f"icml24.seed_gnn/{self.name}/1", "state": self._state(), "targets": list(self.targets),
-                "labels": list(self.labels), "log": [r.as_dict() for r in self.log],
-                "fingerprint": self._fingerprint()}
+        """The editor's state: model, optimizer, targets and log, as plain tensors and lists.
+
+        Returns
+        -------
+        dict of str to object
+        """
+        return {
+            "format": f"icml24.seed_gnn/{self.name}/1",
+            "state": self._state(),
+            "targets": list(self.targets),
+            "labels": list(self.labels),
+            "log": [r.as_dict() for r in self.log],
+            "fingerprint": self._fingerprint(),
+        }
 
     def load_state_dict(self, sd: dict[str, Any]) -> None:
+        """Restore a state from :meth:`state_dict` of an editor built on the same GNN and graph.
+
+        Parameters
+        ----------
+        sd : dict of str to object
+        """
         if not isinstance(sd, dict) or sd.get("format") != f"icml24.seed_gnn/{self.name}/1":
             raise InputError(f"not a saved {self.name} editor state")
         if not torch.allclose(sd["fingerprint"], self._fingerprint(), rtol=1e-5, atol=1e-6):
-            raise InputError("the saved editor was made for another GNN or graph",
-                             "load it into an editor built from the same model and data")
+            raise InputError(
+                "the saved editor was made for another GNN or graph",
+                "load it into an editor built from the same model and data",
+            )
         self._load_state(sd["state"])
         self.targets, self.labels = list(sd["targets"]), list(sd["labels"])
         self.log = [EditRecord(**r) for r in sd["log"]]
@@ -301,13 +535,28 @@ class SequentialEditor:
         self._snapshots = [None] * len(self.log) + [self._snapshot()]  # type: ignore[list-item]
 
     def save(self, path: str | Path) -> Path:
-        """Write the editor's state atomically (``torch.save`` of plain tensors; load with :meth:`load`)."""
+        """Write the editor's state atomically (``torch.save`` of plain tensors; load with :meth:`load`).
+
+        Parameters
+        ----------
+        path : str or pathlib.Path
+
+        Returns
+        -------
+        pathlib.Path
+            The file written.
+        """
         buf = io.BytesIO()
         torch.save(self.state_dict(), buf)
         return atomic_write_bytes(path, buf.getvalue())
 
     def load(self, path: str | Path) -> None:
-        """Read a state written by :meth:`save` (``weights_only=True``: nothing is unpickled)."""
+        """Read a state written by :meth:`save` (``weights_only=True``: nothing is unpickled).
+
+        Parameters
+        ----------
+        path : str or pathlib.Path
+        """
         path = Path(path)
         if not path.is_file():
             raise InputError(f"no saved editor at {path}")
@@ -324,33 +573,76 @@ class SequentialEditor:
 
 class GnnMlpEditor(SequentialEditor):
     """The frozen-GNN + MLP editor with SEED-GNN's batch (``replay=True``, ``beta`` anchors) or EGNN's
-    single-target batch (``replay=False``, ``beta=0``). See the module docstring for the procedure."""
+    single-target batch (``replay=False``, ``beta=0``). See the module docstring for the procedure.
+
+    Parameters
+    ----------
+    gnn : torch.nn.Module
+        A trained node classifier; it is frozen.
+    data : torch_geometric.data.Data
+        The graph with its three masks.
+    lr : float
+        Adam learning rate of the warm-up and the edits (> 0).
+    max_steps : int, default 500
+        At most this many steps per edit.
+    replay : bool, default True
+        Train each edit on all targets so far (SEED-GNN) instead of the current one (EGNN).
+    alpha : float, default 0.25
+        Fraction of the anchors drawn from the target's neighbourhood, in [0, 1].
+    beta : int, default 100
+        Anchors per edit (0: none).
+    warmup_iters, warmup_batch : int, default 100 and 32
+        The MLP warm-up.
+    mlp_hidden, mlp_layers, mlp_dropout : optional
+        The MLP's shape (:func:`mlp_shape`).
+    official_neighbor_quirk : bool, default False
+        Reproduce the official neighbour-index bug.
+    seed : int, default 0
+        Seeds the MLP, the warm-up batches and the anchors.
+    fast : bool, default True
+        Edit steps with the MLP's backward written out (same gradients as autograd up to rounding).
+    """
 
     name = "gnn_mlp"
 
-    def __init__(self, gnn: nn.Module, data: Data, *, lr: float, max_steps: int = 500, replay: bool = True,
-                 alpha: float = 0.25, beta: int = 100, warmup_iters: int = 100, warmup_batch: int = 32,
-                 mlp_hidden: int | None = None, mlp_layers: int | None = None, mlp_dropout: float | None = None,
-                 official_neighbor_quirk: bool = False, seed: int = 0, fast: bool = True) -> None:
+    def __init__(
+        self,
+        gnn: nn.Module,
+        data: Data,
+        *,
+        lr: float,
+        max_steps: int = 500,
+        replay: bool = True,
+        alpha: float = 0.25,
+        beta: int = 100,
+        warmup_iters: int = 100,
+        warmup_batch: int = 32,
+        mlp_hidden: int | None = None,
+        mlp_layers: int | None = None,
+        mlp_dropout: float | None = None,
+        official_neighbor_quirk: bool = False,
+        seed: int = 0,
+        fast: bool = True,
+    ) -> None:
         super().__init__(gnn, data)
-        self.fast = bool(fast)
-        if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
-            raise InputError(f"lr must be a positive number, got {lr!r}")
-        for name, v, lo in (("max_steps", max_steps, 1), ("beta", beta, 0), ("warmup_iters", warmup_iters, 0),
-                            ("warmup_batch", warmup_batch, 1), ("seed", seed, 0)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-                raise InputError(f"{name} must be an integer >= {lo}, got {v!r}")
-        if not isinstance(alpha, (int, float)) or not 0.0 <= alpha <= 1.0:
-            raise InputError(f"alpha must be in [0, 1], got {alpha!r}")
-        self.lr, self.max_steps, self.replay = float(lr), max_steps, replay
-        self.alpha, self.beta, self.quirk, self.seed = float(alpha), beta, official_neighbor_quirk, seed
+        self.fast = check_bool(fast, "fast")
+        lr = check_float(lr, "lr", min_val=0.0, include_boundaries="right")
+        max_steps = check_int(max_steps, "max_steps", min_val=1)
+        beta = check_int(beta, "beta", min_val=0)
+        warmup_iters = check_int(warmup_iters, "warmup_iters", min_val=0)
+        warmup_batch = check_int(warmup_batch, "warmup_batch", min_val=1)
+        seed = check_seed(seed)
+        alpha = check_probability(alpha, "alpha")
+        self.lr, self.max_steps, self.replay = lr, max_steps, check_bool(replay, "replay")
+        self.alpha, self.beta, self.seed = alpha, beta, seed
+        self.quirk = check_bool(official_neighbor_quirk, "official_neighbor_quirk")
         self.gnn = gnn
         for p in gnn.parameters():
             p.requires_grad_(False)
-        h, layers, p = _infer_mlp_shape(gnn, mlp_hidden, mlp_layers, mlp_dropout)
+        h, layers, p = mlp_shape(gnn, mlp_hidden, mlp_layers, mlp_dropout)
         gen = torch.Generator().manual_seed(seed)
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(int(torch.randint(0, 2 ** 31 - 1, (1,), generator=gen)))
+            torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))
             self.mlp = MLP(data.num_features, h, self.num_classes, layers, p)
         self.g = gnn_outputs(gnn, data.x, data.edge_index)  # cached once on the whole graph
         self.optimizer = self._adam()
@@ -377,8 +669,9 @@ class GnnMlpEditor(SequentialEditor):
             self.optimizer.zero_grad()
             out = self.mlp(train.x[idx]) + g_train[idx]
             log_q = F.log_softmax(out, dim=-1)
-            loss = F.cross_entropy(out, train.y[idx]) + F.kl_div(log_q, log_p_gnn[idx], log_target=True,
-                                                                  reduction="batchmean")
+            loss = F.cross_entropy(out, train.y[idx]) + F.kl_div(
+                log_q, log_p_gnn[idx], log_target=True, reduction="batchmean"
+            )
             loss.backward()
             self.optimizer.step()
 
@@ -388,11 +681,37 @@ class GnnMlpEditor(SequentialEditor):
         return self.g + self.mlp(self.data.x)
 
     def forward_nodes(self, nodes: Tensor) -> Tensor:
-        """Cached forward: ``g_cached[nodes] + MLP(x[nodes])`` (no message passing)."""
+        """Cached forward: ``g_cached[nodes] + MLP(x[nodes])`` (no message passing).
+
+        Parameters
+        ----------
+        nodes : torch.Tensor
+            Node ids.
+
+        Returns
+        -------
+        torch.Tensor
+            Logits, one row per node.
+        """
         return self.g[nodes] + self.mlp(self.data.x[nodes])
 
     def anchors(self, node: int, index: int) -> tuple[Tensor, int]:
-        """SEED-GNN's anchors for the edit of ``node`` (global ids) and how many come from its neighbourhood."""
+        """SEED-GNN's anchors for the edit of ``node`` and how many come from its neighbourhood.
+
+        Parameters
+        ----------
+        node : int
+            The target.
+        index : int
+            The edit's position in the sequence (seeds the draw with ``seed + index``).
+
+        Returns
+        -------
+        anchors : torch.Tensor
+            Global node ids of the anchors.
+        near : int
+            How many of them lie in the target's neighbourhood.
+        """
         if self.beta == 0:
             return torch.zeros(0, dtype=torch.long), 0
         gen = torch.Generator().manual_seed(self.seed + index)
@@ -409,7 +728,7 @@ class GnnMlpEditor(SequentialEditor):
             keep = self.correct_pos[in_hood[self.train_nodes[self.correct_pos]]]
         n_near = int(self.beta * self.alpha)
         near = keep[torch.randperm(keep.numel(), generator=gen)[:n_near]]
-        rand = self.correct_pos[torch.randperm(self.correct_pos.numel(), generator=gen)[n_near:self.beta]]
+        rand = self.correct_pos[torch.randperm(self.correct_pos.numel(), generator=gen)[n_near : self.beta]]
         pos = torch.cat([near, rand])
         anchors = self.train_nodes[pos]
         true_near = int(in_hood[self.train_nodes[near]].sum())
@@ -431,7 +750,8 @@ class GnnMlpEditor(SequentialEditor):
         xb, gb = self.data.x[batch], self.g[batch]  # the batch is fixed within an edit: gather once
         step = self._fused_step(xb, gb, y, n_targets) if self.fast else self._autograd_step(xb, gb, y, n_targets)
         steps = 0
-        for steps in range(1, self.max_steps + 1):
+        while steps < self.max_steps:
+            steps += 1
             if step():  # all targets right, checked on the logits before the step (as the official code)
                 break
         return steps, int(batch.numel()), near
@@ -511,16 +831,30 @@ class GnnMlpEditor(SequentialEditor):
         b1, b2 = group["betas"]
 
         def step() -> None:
-            fn(params, [p.grad for p in params], [st["exp_avg"] for st in states],
-               [st["exp_avg_sq"] for st in states], [], [st["step"] for st in states], fused=True, amsgrad=False,
-               beta1=b1, beta2=b2, lr=group["lr"], weight_decay=group["weight_decay"], eps=group["eps"],
-               maximize=False)
+            fn(
+                params,
+                [p.grad for p in params],
+                [st["exp_avg"] for st in states],
+                [st["exp_avg_sq"] for st in states],
+                [],
+                [st["step"] for st in states],
+                fused=True,
+                amsgrad=False,
+                beta1=b1,
+                beta2=b2,
+                lr=group["lr"],
+                weight_decay=group["weight_decay"],
+                eps=group["eps"],
+                maximize=False,
+            )
 
         return step
 
     def _state(self) -> dict[str, Any]:
-        return {"mlp": {k: v.detach().clone() for k, v in self.mlp.state_dict().items()},
-                "optimizer": self.optimizer.state_dict()}
+        return {
+            "mlp": {k: v.detach().clone() for k, v in self.mlp.state_dict().items()},
+            "optimizer": self.optimizer.state_dict(),
+        }
 
     def _load_state(self, state: dict[str, Any]) -> None:
         self.mlp.load_state_dict(state["mlp"])
@@ -557,11 +891,38 @@ class SeedGNNEditor(GnnMlpEditor):
 
     name = "seed_gnn"
 
-    def __init__(self, gnn: nn.Module, data: Data, *, lr: float = 1e-3, max_steps: int = 500, alpha: float = 0.25,
-                 beta: int = 100, warmup_iters: int = 100, warmup_batch: int = 32, mlp_hidden: int | None = None,
-                 mlp_layers: int | None = None, mlp_dropout: float | None = None,
-                 official_neighbor_quirk: bool = False, seed: int = 0, fast: bool = True) -> None:
-        super().__init__(gnn, data, lr=lr, max_steps=max_steps, replay=True, alpha=alpha, beta=beta,
-                         warmup_iters=warmup_iters, warmup_batch=warmup_batch, mlp_hidden=mlp_hidden,
-                         mlp_layers=mlp_layers, mlp_dropout=mlp_dropout,
-                         official_neighbor_quirk=official_neighbor_quirk, seed=seed, fast=fast)
+    def __init__(
+        self,
+        gnn: nn.Module,
+        data: Data,
+        *,
+        lr: float = 1e-3,
+        max_steps: int = 500,
+        alpha: float = 0.25,
+        beta: int = 100,
+        warmup_iters: int = 100,
+        warmup_batch: int = 32,
+        mlp_hidden: int | None = None,
+        mlp_layers: int | None = None,
+        mlp_dropout: float | None = None,
+        official_neighbor_quirk: bool = False,
+        seed: int = 0,
+        fast: bool = True,
+    ) -> None:
+        super().__init__(
+            gnn,
+            data,
+            lr=lr,
+            max_steps=max_steps,
+            replay=True,
+            alpha=alpha,
+            beta=beta,
+            warmup_iters=warmup_iters,
+            warmup_batch=warmup_batch,
+            mlp_hidden=mlp_hidden,
+            mlp_layers=mlp_layers,
+            mlp_dropout=mlp_dropout,
+            official_neighbor_quirk=official_neighbor_quirk,
+            seed=seed,
+            fast=fast,
+        )

@@ -1,0 +1,354 @@
+"""What every attention maintainer shares: input checks, the dense reference, work counters, the base API.
+
+The problem (Definition 1.2 of van den Brand, Song, Zhou, arXiv 2304.02207): ``Q`` fixed, ``K`` and ``V`` updated
+entrywise; maintain ``B = D^{-1} exp(Q K^T) V`` with ``D = diag(exp(Q K^T) 1)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+
+from ..errors import InputError
+from ..validation import check_float, check_int, check_tensor
+
+# exp(x) overflows float64 above ~709.8 and float32 above ~88.7; stay well below.
+EXP_HEADROOM = {torch.float64: 600.0, torch.float32: 60.0}
+
+
+def as_matrix(name: str, value, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """A user's matrix as a new 2-D, finite, float32 or float64 CPU tensor (never shared with the input).
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, used in messages.
+    value : torch.Tensor, numpy.ndarray or nested lists
+        A non-empty matrix of numbers (numpy arrays and lists are converted).
+    dtype : torch.float32 or torch.float64, optional
+        The dtype of the result; default the input's (integers become float64).
+
+    Returns
+    -------
+    torch.Tensor
+
+    Raises
+    ------
+    InputError
+        Naming ``name``, when the value is not such a matrix.
+    """
+    if isinstance(value, np.ndarray):
+        value = torch.from_numpy(np.array(value, copy=True))
+    elif not isinstance(value, torch.Tensor):
+        try:
+            value = torch.tensor(value)
+        except (TypeError, ValueError, RuntimeError):
+            raise InputError(f"{name} must be a 2-D array of numbers, got {type(value).__name__}") from None
+    if value.dim() != 2 or value.shape[0] < 1 or value.shape[1] < 1:
+        raise InputError(f"{name} must be a non-empty 2-D matrix, got shape {tuple(value.shape)}")
+    target = dtype if dtype is not None else value.dtype
+    if not value.is_floating_point() and dtype is None:
+        target = torch.float64
+    if target not in (torch.float32, torch.float64):
+        raise InputError(f"{name} must be float32 or float64, got {target}", "pass dtype=torch.float64")
+    value = value.detach().to(device="cpu", dtype=target).clone().contiguous()
+    return check_tensor(value, name, ndim=2)
+
+
+def check_qkv(Q, K, V, dtype: torch.dtype | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Validate ``Q (m x d)``, ``K (n x d)``, ``V (n x d_v)`` and cast them to one float dtype.
+
+    Parameters
+    ----------
+    Q, K, V : matrices
+        See :func:`as_matrix`.
+    dtype : torch.float32 or torch.float64, optional
+        Default: the dtype of ``Q``.
+
+    Returns
+    -------
+    (Q, K, V) : tuple of torch.Tensor
+        New tensors of one dtype.
+    """
+    Q = as_matrix("Q", Q, dtype)
+    K = as_matrix("K", K, Q.dtype)
+    V = as_matrix("V", V, Q.dtype)
+    if K.shape[1] != Q.shape[1]:
+        raise InputError(f"K has {K.shape[1]} columns but Q has {Q.shape[1]}", "Q and K must share the width d")
+    if V.shape[0] != K.shape[0]:
+        raise InputError(f"V has {V.shape[0]} rows but K has {K.shape[0]}", "K and V need one row per key")
+    return Q, K, V
+
+
+def check_index(name: str, value, size: int) -> int:
+    """An index in ``0 .. size - 1`` (integer tensors of one element accepted).
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, used in messages.
+    value : int
+    size : int
+        The length of the indexed axis.
+
+    Returns
+    -------
+    int
+
+    Notes
+    -----
+    A plain ``int`` in range returns at once: updates and queries call this twice each, and their own work is a
+    few microseconds (:func:`icml24.validation.check_int` costs several).
+    """
+    if type(value) is int and 0 <= value < size:
+        return value
+    if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_floating_point():
+        value = value.reshape(()).item()
+    return check_int(value, name, min_val=0, max_val=size - 1)
+
+
+def check_delta(delta) -> float:
+    """An update's increment: a finite real number (one-element tensors accepted).
+
+    Parameters
+    ----------
+    delta : float
+
+    Returns
+    -------
+    float
+    """
+    if type(delta) is float and math.isfinite(delta):  # the hot path, as in check_index
+        return delta
+    if isinstance(delta, torch.Tensor) and delta.numel() == 1:
+        delta = delta.reshape(()).item()
+    return check_float(delta, "delta")
+
+
+def check_tau(tau) -> float:
+    """The trade-off parameter ``tau`` in ``(0, 1]``.
+
+    Parameters
+    ----------
+    tau : float
+
+    Returns
+    -------
+    float
+    """
+    return check_float(tau, "tau", min_val=0.0, max_val=1.0, include_boundaries="right")
+
+
+def attention(Q, K, V, *, block_rows: int | None = None) -> torch.Tensor:
+    """Exact softmax attention ``D^{-1} exp(Q K^T) V`` (Definition 1.2 of the paper: no 1/sqrt(d), no mask).
+
+    Parameters
+    ----------
+    Q, K, V : matrices
+        ``(m, d)``, ``(n, d)`` and ``(n, d_v)`` (tensors, numpy arrays or lists; see :func:`check_qkv`).
+    block_rows : int, optional
+        Rows per block (default: about 4 million entries of ``Q K^T`` per block).
+
+    Returns
+    -------
+    torch.Tensor
+        ``(m, d_v)``, in the dtype of ``Q``.
+    """
+    Q, K, V = check_qkv(Q, K, V)
+    block_rows = check_int(block_rows, "block_rows", min_val=1, allow_none=True)
+    return blocked_attention(Q, K, V, block_rows)
+
+
+def blocked_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, block_rows: int | None = None) -> torch.Tensor:
+    """:func:`attention` on tensors already checked (no validation, no copy): the reference every maintainer's
+    ``to_dense`` and the experiments compare against.
+
+    Computed in row blocks of ``softmax(Q K^T) V``, so the ``m x n`` matrix is never held at once.
+
+    Parameters
+    ----------
+    Q, K, V : torch.Tensor
+        ``(m, d)``, ``(n, d)``, ``(n, d_v)`` of one float dtype.
+    block_rows : int, optional
+
+    Returns
+    -------
+    torch.Tensor
+        ``(m, d_v)``.
+    """
+    m, n = Q.shape[0], K.shape[0]
+    b = block_rows or max(1, min(m, (1 << 22) // max(n, 1)))
+    out = torch.empty(m, V.shape[1], dtype=Q.dtype)
+    for lo in range(0, m, b):
+        logits = Q[lo : lo + b] @ K.T
+        out[lo : lo + b] = torch.softmax(logits, dim=1) @ V
+    return out
+
+
+@dataclass
+class WorkCounters:
+    """Work done by a maintainer, in scalar multiply-adds (or entries read/written where nothing is
+    multiplied), so that costs can be compared without timers.
+
+    ``init_work`` counts the preprocessing (building the first snapshot); ``update_work`` the updates
+    themselves; ``rebuild_work`` the rebuilds they trigger (amortised over the updates, with ``update_work``);
+    ``query_work`` the queries, ``max_query_work`` the worst single query.
+
+    Parameters
+    ----------
+    updates_k, updates_v, queries, rebuilds : int
+        Operations counted.
+    update_work, rebuild_work, query_work, max_query_work, init_work : int
+        Multiply-adds, as above.
+    max_pending : int
+        The most updates pending at once.
+    """
+
+    updates_k: int = 0
+    updates_v: int = 0
+    queries: int = 0
+    rebuilds: int = 0
+    update_work: int = 0
+    rebuild_work: int = 0
+    query_work: int = 0
+    max_query_work: int = 0
+    max_pending: int = 0
+    init_work: int = 0
+
+    @property
+    def updates(self) -> int:
+        return self.updates_k + self.updates_v
+
+    @property
+    def amortized_update_work(self) -> float:
+        return (self.update_work + self.rebuild_work) / self.updates if self.updates else 0.0
+
+    @property
+    def mean_query_work(self) -> float:
+        return self.query_work / self.queries if self.queries else 0.0
+
+    def add_query(self, work: int) -> None:
+        self.queries += 1
+        self.query_work += work
+        self.max_query_work = max(self.max_query_work, work)
+
+    def as_dict(self) -> dict[str, float]:
+        out = {k: float(v) for k, v in asdict(self).items()}
+        out["amortized_update_work"] = self.amortized_update_work
+        out["mean_query_work"] = self.mean_query_work
+        return out
+
+
+class AttentionMaintainer:
+    """The common interface: ``update_k``, ``update_v``, ``query``, ``query_row``, ``to_dense``.
+
+    ``Q`` is ``m x d`` (fixed), ``K`` is ``n x d`` and ``V`` is ``n x d_v``; the paper has ``m = n`` and
+    ``d_v = d``. Subclasses maintain ``B = D^{-1} exp(Q K^T) V`` under entry updates of ``K`` and ``V``.
+
+    Parameters
+    ----------
+    Q : (m, d) matrix
+        Fixed queries (tensor, numpy array or nested lists; copied).
+    K : (n, d) matrix
+        Keys, updated entrywise with :meth:`update_k`.
+    V : (n, d_v) matrix
+        Values, updated entrywise with :meth:`update_v`.
+    dtype : torch.float32 or torch.float64, optional
+        Default: the dtype of ``Q`` (integers become float64).
+    """
+
+    def __init__(self, Q, K, V, *, dtype: torch.dtype | None = None) -> None:
+        self.Q, self.K, self.V = check_qkv(Q, K, V, dtype)
+        # numpy views of the same memory, for cheap scalar reads and writes (torch indexing costs ~10 us)
+        self._Qn, self._Kn, self._Vn = self.Q.numpy(), self.K.numpy(), self.V.numpy()
+        self.m, self.d = self.Q.shape
+        self.n, self.dv = self.V.shape
+        self.dtype = self.Q.dtype
+        self.counters = WorkCounters()
+
+    # -- validation shared by all maintainers
+    def _check_k(self, i, j, delta) -> tuple[int, int, float]:
+        return check_index("i", i, self.n), check_index("j", j, self.d), check_delta(delta)
+
+    def _check_v(self, i, j, delta) -> tuple[int, int, float]:
+        return check_index("i", i, self.n), check_index("j", j, self.dv), check_delta(delta)
+
+    def _check_q(self, i, j) -> tuple[int, int]:
+        return check_index("i", i, self.m), check_index("j", j, self.dv)
+
+    # -- the API
+    def update_k(self, i: int, j: int, delta: float) -> None:  # pragma: no cover - abstract
+        """``K[i, j] += delta``.
+
+        Parameters
+        ----------
+        i : int
+            A row of ``K``.
+        j : int
+            A column of ``K``.
+        delta : float
+            The increment (finite).
+        """
+        raise NotImplementedError
+
+    def update_v(self, i: int, j: int, delta: float) -> None:  # pragma: no cover - abstract
+        """``V[i, j] += delta``.
+
+        Parameters
+        ----------
+        i : int
+            A row of ``V``.
+        j : int
+            A column of ``V``.
+        delta : float
+            The increment (finite).
+        """
+        raise NotImplementedError
+
+    def query(self, i: int, j: int) -> float:  # pragma: no cover - abstract
+        """``B[i, j]`` exactly.
+
+        Parameters
+        ----------
+        i : int
+            A row of ``Q``.
+        j : int
+            A column of ``V``.
+
+        Returns
+        -------
+        float
+        """
+        raise NotImplementedError
+
+    def query_row(self, i: int) -> torch.Tensor:
+        """Row ``B[i, :]``.
+
+        Parameters
+        ----------
+        i : int
+            A row of ``Q``.
+
+        Returns
+        -------
+        torch.Tensor
+            Length ``d_v``.
+        """
+        i = check_index("i", i, self.m)
+        return torch.tensor([self.query(i, j) for j in range(self.dv)], dtype=self.dtype)
+
+    def to_dense(self) -> torch.Tensor:
+        """The whole matrix ``B`` (here computed from the current ``K`` and ``V``).
+
+        Returns
+        -------
+        torch.Tensor
+            ``(m, d_v)``.
+        """
+        return blocked_attention(self.Q, self.K, self.V)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(m={self.m}, n={self.n}, d={self.d}, d_v={self.dv}, dtype={self.dtype})"

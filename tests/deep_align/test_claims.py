@@ -1,0 +1,77 @@
+"""Each claim at smoke scale (the zoo and the aligner are trained once and shared by the four tests, all marked
+slow since whichever runs first trains them), and each claim's ``holds`` refuses metrics that contradict it."""
+
+import subprocess
+import sys
+
+import pytest
+
+from icml24 import registry
+from icml24.deep_align import paper
+from icml24.testing import check_claim
+
+
+def test_describe_does_not_import_torch():
+    code = (
+        "import sys; from icml24 import registry; m = registry.describe('deep_align'); "
+        "print(len(m.claims), 'torch' in sys.modules, all(c.paper for c in m.claims))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["4", "False", "True"]
+
+
+def test_method_is_registered():
+    m = registry.get("deep_align")
+    assert m is paper.METHOD and [c.name for c in m.claims] == ["exactness", "quality", "init", "symmetries"]
+    assert m.arxiv == "2310.13397" and "deep-align" in m.code
+
+
+@pytest.mark.slow  # trains the smoke zoo and aligner shared by the four claims
+def test_exactness():
+    m = check_claim(paper.EXACTNESS, [{"da_perm_acc": 0.9}, {"wm_perm_acc": 0.5}, {"da_perm_acc": float("nan")}])
+    assert m["untrained_da_perm_acc"] == 1.0  # exactness is structural, not learned
+    assert m["noisy_da_perm_acc"] > 0.9
+
+
+@pytest.mark.slow
+def test_quality():
+    m = check_claim(
+        paper.QUALITY,
+        [
+            {"da_barrier": 10.0},
+            {"none_minus_da": 0.0},
+            {"da_minus_wm": 1.0},
+            {"da_minus_wm_se": 0.0, "da_minus_wm": 0.01},
+        ],
+    )
+    assert {
+        "sr_barrier",
+        "am_barrier",
+        "dawm_barrier",
+        "da_batched_ms_per_pair",
+        "wm_ms_per_pair",
+        "sr_ms_per_pair",
+        "da_auc",
+        "wm_auc",
+    } <= set(m)
+    assert m["none_barrier"] > m["wm_barrier"] and m["none_barrier"] > m["sr_barrier"]
+
+
+@pytest.mark.slow
+def test_init():
+    m = check_claim(paper.INIT, [{"sweeps_saved": 0.0}, {"sweeps_saved": -1.0}, {"objective_gain": -1e3}])
+    assert m["dawm_objective"] >= m["da_objective"] - 1e-6  # WM ascends from Deep-Align's alignment
+
+
+@pytest.mark.slow
+def test_symmetries():
+    m = check_claim(
+        paper.SYMMETRIES,
+        [
+            {"equivariance_err": 1e-3},
+            {"swap_err": 1e-2},
+            {"equivariant_alignment_frac": 0.95},
+            {"swap_alignment_frac": 0.9},
+        ],
+    )
+    assert m["tolerance"] == paper.SYM_TOL

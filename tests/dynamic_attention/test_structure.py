@@ -1,0 +1,221 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from icml24.dynamic_attention import (
+    DenseLazyAttention,
+    DynamicAttention,
+    EagerAttention,
+    FullRecompute,
+    NaiveAttention,
+    attention,
+    rebuild_period,
+    structure,
+)
+from icml24.errors import InputError
+
+
+def qkv(n, d, seed, dv=None, dtype=torch.float64, scale=1.0):
+    g = torch.Generator().manual_seed(seed)
+    return (
+        torch.randn(n, d, generator=g, dtype=dtype) * scale,
+        torch.randn(n, d, generator=g, dtype=dtype) * scale,
+        torch.randn(n, dv or d, generator=g, dtype=dtype),
+    )
+
+
+def naive(s):
+    return attention(s.Q, s.K, s.V)
+
+
+# ------------------------------------------------------------------------------------------ properties
+op = st.tuples(
+    st.sampled_from("kvq"), st.integers(0, 10**6), st.integers(0, 10**6), st.floats(-0.5, 0.5, allow_nan=False)
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    n=st.integers(1, 12),
+    d=st.integers(1, 5),
+    dv=st.integers(1, 4),
+    tau=st.sampled_from([0.2, 0.5, 0.8, 1.0]),
+    k=st.one_of(st.none(), st.integers(1, 4)),
+    ops=st.lists(op, min_size=1, max_size=60),
+    repeat=st.booleans(),
+    seed=st.integers(0, 1000),
+)
+def test_every_answer_equals_naive_attention(n, d, dv, tau, k, ops, repeat, seed):
+    Q, K, V = qkv(n, d, seed, dv)
+    s = DynamicAttention(Q, K, V, tau, k=k)
+    dense = DenseLazyAttention(Q, K, V, tau, k=k)
+    updates = 0
+    last = None
+    for kind, a, b, delta in ops:
+        if kind == "q":
+            i, j = a % n, b % dv
+            truth = naive(s)
+            assert abs(s.query(i, j) - float(truth[i, j])) <= 1e-9
+            assert abs(dense.query(i, j) - float(truth[i, j])) <= 1e-9
+            torch.testing.assert_close(s.query_row(i), truth[i], rtol=0, atol=1e-9)
+            continue
+        i, j = (a % n, b % (d if kind == "k" else dv)) if not (repeat and last and last[0] == kind) else last[1:]
+        for m in (s, dense):
+            (m.update_k if kind == "k" else m.update_v)(i, j, delta)
+        last = (kind, i, j)
+        updates += 1
+        assert s.pending <= s.k and s.pending == updates % s.k
+        assert s.counters.rebuilds == updates // s.k  # rebuild count = floor(updates / k)
+    torch.testing.assert_close(s.to_dense(), naive(s), rtol=0, atol=1e-9)
+    torch.testing.assert_close(dense.to_dense(), s.to_dense(), rtol=0, atol=1e-9)
+    assert s.counters.max_pending <= s.k
+
+
+@pytest.mark.parametrize("tau", [0.25, 0.5, 1.0])
+def test_rebuild_folds_everything_into_the_snapshot(tau):
+    Q, K, V = qkv(20, 6, 1)
+    s = DynamicAttention(Q, K, V, tau)
+    rng = np.random.default_rng(0)
+    for t in range(5 * s.k):
+        (s.update_k if t % 2 else s.update_v)(int(rng.integers(20)), int(rng.integers(6)), float(rng.normal()))
+    assert s.pending == 0
+    A = torch.exp(s.Q @ s.K.T - s.shift[:, None])
+    torch.testing.assert_close(s.M, A @ s.V, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(s.s, A.sum(1), rtol=1e-12, atol=1e-12)
+
+
+def test_rebuild_period_and_counters():
+    assert rebuild_period(1, 0.5) == 1 and rebuild_period(16, 0.5) == 4 and rebuild_period(17, 0.5) == 5
+    assert rebuild_period(1024, 1.0) == 1024 and rebuild_period(1000, 0.25) == 6
+    Q, K, V = qkv(64, 8, 2)
+    s = DynamicAttention(Q, K, V, 0.5)
+    assert s.k == 8 and s.counters.init_work == 64 * 64 * (8 + 8 + 1)
+    for t in range(7):
+        s.update_k(t, 0, 0.1)
+    s.query(3, 2)
+    assert s.counters.max_query_work <= s.k * (2 * s.d + 3) + 1  # a query touches O(k d) entries
+    s.update_v(1, 1, 0.1)
+    assert s.counters.rebuilds == 1 and s.pending == 0
+
+
+def test_query_reads_only_pending_rows():
+    """A query's work depends on the pending updates, not on n."""
+    works = []
+    for n in (50, 400):
+        Q, K, V = qkv(n, 4, 3)
+        s = DynamicAttention(Q, K, V, 1.0)
+        for t in range(5):
+            s.update_k(t, 1, 0.2)
+        s.query(0, 0)
+        works.append(s.counters.max_query_work)
+    assert works[0] == works[1]
+
+
+def test_blocked_rebuild_is_exact(monkeypatch):
+    monkeypatch.setattr(structure, "_BLOCK_ELEMENTS", 7)  # force many tiny row blocks
+    Q, K, V = qkv(23, 3, 4)
+    s = DynamicAttention(Q, K, V, 0.7)
+    rng = np.random.default_rng(1)
+    for t in range(40):
+        (s.update_k if t % 3 else s.update_v)(int(rng.integers(23)), int(rng.integers(3)), float(rng.normal()))
+    torch.testing.assert_close(s.to_dense(), naive(s), rtol=0, atol=1e-10)
+
+
+def test_float32_and_large_logits_stay_finite():
+    Q, K, V = qkv(30, 4, 5, dtype=torch.float32, scale=3.0)
+    s = DynamicAttention(Q, K, V, 0.5)
+    assert s.dtype == torch.float32
+    s.update_k(2, 0, 40.0)  # row 2's logits jump by up to ~40 * |Q|: beyond float32's exp range
+    s.update_k(2, 1, -25.0)
+    truth = attention(s.Q.double(), s.K.double(), s.V.double())
+    got = torch.tensor([[s.query(i, j) for j in range(4)] for i in range(30)], dtype=torch.float64)
+    assert torch.isfinite(got).all()
+    torch.testing.assert_close(got, truth, rtol=1e-4, atol=1e-4)
+    for _ in range(s.k):
+        s.update_v(0, 0, 0.1)  # forces a rebuild, which raises the shifts
+    torch.testing.assert_close(
+        s.to_dense().double(), attention(s.Q.double(), s.K.double(), s.V.double()), rtol=1e-4, atol=1e-4
+    )
+
+
+def test_refresh_and_refresh_every():
+    Q, K, V = qkv(16, 4, 6)
+    s = DynamicAttention(Q, K, V, 0.5, refresh_every=2)
+    for t in range(3 * s.k):
+        s.update_k(t % 16, t % 4, 0.3)
+    assert s.counters.rebuilds == 3
+    s.update_v(0, 0, 1.0)
+    s.refresh()
+    assert s.pending == 0
+    torch.testing.assert_close(s.to_dense(), naive(s), rtol=0, atol=1e-12)
+
+
+def test_inputs_are_copied_and_numpy_accepted():
+    Q, K, V = qkv(5, 2, 7)
+    s = DynamicAttention(Q.numpy(), K.numpy(), V.numpy(), 1.0)
+    s.update_k(0, 0, 1.0)
+    assert float(K[0, 0]) != float(s.K[0, 0])
+    ints = DynamicAttention([[1, 2]], [[0, 1], [1, 0]], [[1], [2]], 1.0)
+    assert ints.dtype == torch.float64
+
+
+@pytest.mark.parametrize("cls", [DynamicAttention, DenseLazyAttention, EagerAttention, NaiveAttention, FullRecompute])
+def test_baselines_agree(cls):
+    Q, K, V = qkv(12, 3, 8, dv=2)
+    m = cls(Q, K, V)
+    rng = np.random.default_rng(2)
+    for t in range(25):
+        if t % 2:
+            m.update_k(int(rng.integers(12)), int(rng.integers(3)), float(rng.normal()))
+        else:
+            m.update_v(int(rng.integers(12)), int(rng.integers(2)), float(rng.normal()))
+    truth = attention(m.Q, m.K, m.V)
+    torch.testing.assert_close(m.to_dense(), truth, rtol=0, atol=1e-10)
+    assert abs(m.query(4, 1) - float(truth[4, 1])) < 1e-10
+    torch.testing.assert_close(m.query_row(7), truth[7], rtol=0, atol=1e-10)
+
+
+# ----------------------------------------------------------------------------------------------- errors
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda s: s.update_k(5, 0, 0.1), r"i must be in \[0, 4\], got 5"),
+        (lambda s: s.update_k(0, 3, 0.1), r"j must be in \[0, 2\], got 3"),
+        (lambda s: s.update_v(-1, 0, 0.1), r"i must be in \[0, 4\], got -1"),
+        (lambda s: s.update_v(0, 0, float("nan")), "delta must be finite"),
+        (lambda s: s.update_k(0, 0, math.inf), "delta must be finite"),
+        (lambda s: s.update_k(0, 0, "1"), "delta must be a real number"),
+        (lambda s: s.query(0, 2), r"j must be in \[0, 1\], got 2"),
+        (lambda s: s.query(1.5, 0), "i must be an integer"),
+        (lambda s: s.query_row(9), r"i must be in \[0, 4\], got 9"),
+    ],
+)
+def test_bad_calls(call, match):
+    Q, K, V = qkv(5, 3, 0, dv=2)
+    s = DynamicAttention(Q, K, V, 0.5)
+    with pytest.raises(InputError, match=match):
+        call(s)
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, match",
+    [
+        ((torch.ones(3, 2), torch.ones(3, 2), torch.ones(3, 2), 0.0), {}, "tau must be in"),
+        ((torch.ones(3, 2), torch.ones(3, 2), torch.ones(3, 2), 1.5), {}, "tau must be in"),
+        ((torch.ones(3, 2), torch.ones(3, 2), torch.ones(3, 2), float("nan")), {}, "tau must be"),
+        ((torch.ones(3, 2), torch.ones(3, 3), torch.ones(3, 2), 0.5), {}, "share the width"),
+        ((torch.ones(3, 2), torch.ones(3, 2), torch.ones(4, 2), 0.5), {}, "one row per key"),
+        ((torch.ones(3), torch.ones(3, 2), torch.ones(3, 2), 0.5), {}, "Q must be a non-empty 2-D"),
+        ((torch.tensor([[float("nan"), 0.0]]), torch.ones(3, 2), torch.ones(3, 2), 0.5), {}, "Q contains NaN"),
+        ((torch.ones(3, 2), torch.ones(3, 2), torch.ones(3, 2), 0.5), {"k": 0}, r"k must be in \[1, inf\], got 0"),
+        ((torch.ones(3, 2), torch.ones(3, 2), torch.ones(3, 2), 0.5), {"dtype": torch.float16}, "float32 or float64"),
+        ((torch.ones(3, 2), torch.ones(3, 2), torch.ones(3, 2), 0.5), {"refresh_every": 0}, "refresh_every"),
+    ],
+)
+def test_bad_construction(args, kwargs, match):
+    with pytest.raises(InputError, match=match):
+        DynamicAttention(*args, **kwargs)
