@@ -92,3 +92,50 @@ def test_missing_extra_is_one_line_naming_it(monkeypatch, capsys):
     assert main(["verify", "dynamic_attention/exact", "--engine", "ray", "--out", "/nonexistent-runs"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["error: --engine ray needs ray, which is not installed (pip install 'icml24[ray]')"]
+
+
+def _public_api():
+    """Every public function and class defined in an icml24 module (its ``__all__``, else its public names)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import icml24
+
+    for info in pkgutil.walk_packages(icml24.__path__, "icml24."):
+        if info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        names = getattr(module, "__all__", None) or [n for n in dir(module) if not n.startswith("_")]
+        for name in names:
+            obj = getattr(module, name, None)
+            if (inspect.isfunction(obj) or inspect.isclass(obj)) and getattr(obj, "__module__", "") == info.name:
+                yield f"{info.name}.{name}", obj
+
+
+def test_public_api_has_numpydoc_docstrings():
+    """Parameters on every public function with arguments, Returns where it returns a value, a docstring on
+    every public class and method (numpydoc, in the manner of scikit-learn)."""
+    import inspect
+
+    missing = []
+    for where, obj in _public_api():
+        doc = inspect.getdoc(obj) or ""
+        if not doc:
+            missing.append(f"{where}: no docstring")
+            continue
+        if inspect.isclass(obj):
+            missing += [
+                f"{where}.{n}: no docstring"
+                for n, f in vars(obj).items()
+                if not n.startswith("_") and inspect.isfunction(f) and not inspect.getdoc(f)
+            ]
+            continue
+        sig = inspect.signature(obj)
+        if [p for p in sig.parameters if p not in ("self", "cls")] and "Parameters" not in doc:
+            missing.append(f"{where}: no Parameters section")
+        if sig.return_annotation not in (None, "None", inspect.Signature.empty) and not (
+            "Returns" in doc or "Yields" in doc
+        ):
+            missing.append(f"{where}: no Returns section")
+    assert not missing, "\n".join(missing)

@@ -440,6 +440,10 @@ def artifacts_to(path: str | os.PathLike | None) -> Iterator[None]:
     ----------
     path : path or None
         None: nothing is saved within the block.
+
+    Yields
+    ------
+    None
     """
     token = _ARTIFACT_DIR.set(Path(path) if path is not None else None)
     try:

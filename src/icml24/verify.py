@@ -438,7 +438,17 @@ def _run_ray(todo, scale: Scale, run: RunDir, *, debug: bool, progress: bool | N
 
 # ------------------------------------------------------------------------------------------------ tables
 def verdict_text(rec: dict[str, Any]) -> str:
-    """How a verdict reads in tables: yes, NO, ERROR, "does not reproduce (known)", or "HOLDS (a finding)"."""
+    """How a verdict reads in tables: yes, NO, ERROR, "does not reproduce (known)", or "HOLDS (a finding)".
+
+    Parameters
+    ----------
+    rec : dict
+        A record of :func:`run_claim`.
+
+    Returns
+    -------
+    str
+    """
     if rec.get("status") == "error":
         return "ERROR"
     expected = rec.get("expected", True)
@@ -564,7 +574,17 @@ def _footnotes(records: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def text_table(records: Sequence[dict[str, Any]]) -> str:
-    """The results as an aligned plain-text table, with substitutions as footnotes."""
+    """The results as an aligned plain-text table, one row per claim, with substitutions as footnotes.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        Records of :func:`run_claim` (several seeds of a claim are aggregated).
+
+    Returns
+    -------
+    str
+    """
     rows = [HEADER] + table_rows(records)
     widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
@@ -573,7 +593,16 @@ def text_table(records: Sequence[dict[str, Any]]) -> str:
 
 
 def markdown_table(records: Sequence[dict[str, Any]]) -> str:
-    """The results as a Markdown table, with substitutions as footnotes."""
+    """The results as a Markdown table, one row per claim, with substitutions as footnotes.
+
+    Parameters
+    ----------
+    records : sequence of dict
+
+    Returns
+    -------
+    str
+    """
     rows = table_rows(records)
     out = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     out += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
@@ -582,7 +611,16 @@ def markdown_table(records: Sequence[dict[str, Any]]) -> str:
 
 
 def summary_line(records: Sequence[dict[str, Any]]) -> str:
-    """``"21/23 claims hold, 2 findings do not reproduce (known); every verdict as declared"``."""
+    """One line: ``"21/21 claims hold, 2 findings do not reproduce (known); every verdict as declared"``.
+
+    Parameters
+    ----------
+    records : sequence of dict
+
+    Returns
+    -------
+    str
+    """
     rows = aggregate(records)
     n_hold = sum(1 for r in rows if r["holds"] and r["expected"])
     n_claims = sum(1 for r in rows if r["expected"])
@@ -598,7 +636,17 @@ def summary_line(records: Sequence[dict[str, Any]]) -> str:
 
 
 def jsonable(obj: Any) -> Any:
-    """Replace non-finite floats by None, for strict JSON consumers."""
+    """Replace non-finite floats by None, for strict JSON consumers.
+
+    Parameters
+    ----------
+    obj : object
+        Nested dicts, lists and tuples are walked.
+
+    Returns
+    -------
+    object
+    """
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     if isinstance(obj, dict):

@@ -74,6 +74,12 @@ def sinkhorn(scores: torch.Tensor, n_iter: int = 20, tau: float = 1.0, implicit:
     implicit : bool
         Differentiate the fixed point implicitly (official); ``False`` back-propagates through the unrolled
         iterations (used in tests as a reference).
+
+    Returns
+    -------
+    torch.Tensor
+        ``(..., n, n)``: the entropic transport plan of cost ``-scores`` with unit marginals after ``n_iter``
+        iterations (rows normalised last), an approximately doubly stochastic matrix.
     """
     if implicit:
         return _ImplicitSinkhorn.apply(-scores, int(n_iter), float(tau))
@@ -81,8 +87,20 @@ def sinkhorn(scores: torch.Tensor, n_iter: int = 20, tau: float = 1.0, implicit:
 
 
 def hungarian(scores: torch.Tensor) -> torch.Tensor:
-    """Maximum-score assignment per matrix: ``(..., n, n)`` scores to ``(..., n)`` indices ``p`` with row ``i``
-    matched to column ``p[i]`` (scipy's ``linear_sum_assignment``, maximise), as ``deepalign.sinkhorn.matching``."""
+    """Maximum-score assignment per matrix (the Hungarian algorithm).
+
+    Uses scipy's ``linear_sum_assignment`` (maximise), as ``deepalign.sinkhorn.matching`` in the official code.
+
+    Parameters
+    ----------
+    scores : torch.Tensor
+        ``(..., n, n)`` scores (larger is a better match); detached and solved in float64 on the CPU.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(..., n)`` int64 indices ``p`` (on the CPU) with row ``i`` matched to column ``p[i]``.
+    """
     s = scores.detach().cpu().double().numpy()
     flat = s.reshape(-1, *s.shape[-2:])
     out = np.empty(flat.shape[:2], dtype=np.int64)

@@ -175,8 +175,34 @@ def augment(
     pos_scale: float = 0.1,
     quantile_dropout: float = 0.1,
 ) -> WeightBatch:
-    """Random augmentation of each network, in the official order: noise, dropout, positive rescaling,
-    quantile dropout. The permutation is applied separately."""
+    """Random augmentation of each network, in the official order.
+
+    Noise, dropout, positive rescaling, quantile dropout (official ``MatchingModelsDataset`` defaults). The
+    permutation is applied separately.
+
+    Parameters
+    ----------
+    wb : WeightBatch
+        The ``B`` networks to augment.
+    generator : torch.Generator
+        Source of all randomness.
+    noise_scale : float, default 1e-2
+        Gaussian noise added to each tensor, times that tensor's standard deviation (per network); 0 disables.
+    drop_rate : float, default 5e-2
+        Probability of zeroing each weight and bias (inverted-dropout scaling by ``1 / (1 - drop_rate)``);
+        0 disables.
+    pos_scale : float, default 0.1
+        Each hidden neuron is rescaled by a factor uniform in ``[1 - pos_scale, 1 + pos_scale]`` (its incoming
+        weights and bias multiplied, its outgoing weights divided: a ReLU symmetry); 0 disables.
+    quantile_dropout : float, default 0.1
+        Entries whose magnitude is below a random quantile, uniform in ``[0, quantile_dropout]``, of each
+        network's parameters are zeroed; 0 disables.
+
+    Returns
+    -------
+    WeightBatch
+        The augmented networks, same architecture and batch size.
+    """
     B = wb.size
     g = generator
 
@@ -210,8 +236,23 @@ def augment(
 
 # --------------------------------------------------------------------------------------------------- losses
 def supervised_loss(scores: list[torch.Tensor], pi: list[torch.Tensor]) -> torch.Tensor:
-    """``mean_l CE(S_l, pi_l)`` with the rows of ``S_l`` as classes: ``pa = permute(a, pi)`` has neuron ``j``
-    equal to neuron ``pi[j]`` of ``a``, so column ``j`` of ``S_l(a, pa)`` should peak at row ``pi[j]``."""
+    """Supervised loss on the known permutation, ``mean_l CE(S_l, pi_l)``, with the rows of ``S_l`` as classes.
+
+    ``pa = permute(a, pi)`` has neuron ``j`` equal to neuron ``pi[j]`` of ``a``, so column ``j`` of
+    ``S_l(a, pa)`` should peak at row ``pi[j]`` (official ``calc_gt_perm_loss``).
+
+    Parameters
+    ----------
+    scores : list of torch.Tensor
+        ``scores[l]`` of shape ``(B, d_l, d_l)``: the scores ``S_l(a, pa)`` of hidden layer ``l``.
+    pi : list of torch.Tensor
+        ``pi[l]`` of shape ``(B, d_l)``: the index permutations that made ``pa`` from ``a``.
+
+    Returns
+    -------
+    torch.Tensor
+        Scalar: the cross-entropy averaged over layers.
+    """
     return sum(F.cross_entropy(s, p) for s, p in zip(scores, pi)) / len(scores)
 
 
@@ -224,7 +265,33 @@ def reconstruction_loss(
     alpha: torch.Tensor,
     recon: str = "both",
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(L_lmc, L_l2)`` of ``b`` aligned to ``a`` by (soft or hard) permutation matrices ``mats``."""
+    """Reconstruction losses ``(L_lmc, L_l2)`` of ``b`` aligned to ``a`` by permutation matrices ``mats``.
+
+    ``L_lmc`` is the cross-entropy on ``(x, y)`` of ``alpha a + (1 - alpha) Pi(b)``, ``L_l2`` the sum over
+    layers of the mean squared differences of the weights and biases of ``a`` and ``Pi(b)`` (official
+    ``calc_recon_loss``).
+
+    Parameters
+    ----------
+    a, b : WeightBatch
+        ``B`` pairs of networks of one architecture.
+    mats : list of torch.Tensor
+        ``mats[l]`` of shape ``(B, d_l, d_l)``: soft (Sinkhorn) or hard (0/1) permutation matrices applied
+        to ``b`` (see :func:`permute_soft`).
+    x : torch.Tensor
+        ``(N, d_0)`` images shared by all pairs.
+    y : torch.Tensor
+        ``(N,)`` labels.
+    alpha : torch.Tensor
+        ``(B,)`` interpolation weights, one per pair.
+    recon : {"both", "lmc", "l2"}, default "both"
+        Which losses to compute; the other is returned as zero.
+
+    Returns
+    -------
+    tuple of torch.Tensor
+        The scalars ``(L_lmc, L_l2)``.
+    """
     pb = permute_soft(b, mats)
     zero = torch.zeros(())
     lmc = l2 = zero
@@ -237,7 +304,20 @@ def reconstruction_loss(
 
 
 def permutation_accuracy(pred: list[torch.Tensor], truth: list[torch.Tensor]) -> float:
-    """Fraction of hidden neurons (over layers and networks) whose predicted partner is the true one."""
+    """Fraction of hidden neurons (over layers and networks) whose predicted partner is the true one.
+
+    Parameters
+    ----------
+    pred : list of torch.Tensor
+        ``pred[l]`` of shape ``(B, d_l)``: predicted index permutations.
+    truth : list of torch.Tensor
+        The true index permutations, same shapes.
+
+    Returns
+    -------
+    float
+        In ``[0, 1]``.
+    """
     hits = sum(float((p == t).sum()) for p, t in zip(pred, truth))
     return hits / sum(t.numel() for t in truth)
 
@@ -265,8 +345,33 @@ def evaluate(
     cfg: TrainConfig,
     generator: torch.Generator,
 ) -> dict[str, float]:
-    """Validation metrics of the official ``evaluate``: reconstruction loss with Hungarian permutations (of the
-    Sinkhorn output) at ``alpha = 0.5``, and the permutation accuracy on augmented, permuted copies of ``a``."""
+    """Validation metrics of the official ``evaluate``.
+
+    The reconstruction loss with Hungarian permutations (of the Sinkhorn output) at ``alpha = 0.5``, and the
+    permutation accuracy on augmented, permuted copies of ``a``. The model is evaluated in evaluation mode and
+    its training mode restored afterwards.
+
+    Parameters
+    ----------
+    model : DeepAlignNet
+        The alignment model.
+    a, b : WeightBatch
+        Validation pairs: ``b`` is aligned to ``a``.
+    x : torch.Tensor
+        ``(N, d_0)`` images of the interpolation loss.
+    y : torch.Tensor
+        ``(N,)`` labels.
+    cfg : TrainConfig
+        Sinkhorn settings, augmentation and which reconstruction losses.
+    generator : torch.Generator
+        Draws the permutations and augmentations of the copies of ``a``.
+
+    Returns
+    -------
+    dict of str to float
+        ``recon`` (``lmc + l2``), ``lmc``, ``l2``, ``sup`` (the supervised loss on the permuted copies) and
+        ``perm_acc`` (the permutation accuracy).
+    """
     was = model.training
     model.eval()
     try:
@@ -307,9 +412,45 @@ def fit(
     seed: int = 0,
     callback: Callable[[int, DeepAlignNet], None] | None = None,
 ) -> History:
-    """Train ``model`` on the networks ``train`` with images ``(x, y)`` for the LMC loss; select the state with
-    the lowest validation reconstruction loss on ``val`` (when given, with ``x_val, y_val`` or ``x, y``).
-    ``callback(step, model)`` is called every ``eval_every`` steps (after the evaluation)."""
+    """Train ``model`` on the networks ``train`` with images ``(x, y)`` for the LMC loss.
+
+    When ``val`` is given, the state with the lowest validation reconstruction loss on ``val`` (with
+    ``x_val, y_val`` or ``x, y``) is selected; otherwise the final state is kept. The model is left in
+    evaluation mode.
+
+    Parameters
+    ----------
+    model : DeepAlignNet
+        The alignment model, trained in place.
+    train : WeightBatch
+        The training networks, at least two, of the architecture ``model`` aligns.
+    x : torch.Tensor
+        ``(N, d_0)`` training images of the interpolation loss.
+    y : torch.Tensor
+        ``(N,)`` labels.
+    cfg : TrainConfig
+        Training hyper-parameters.
+    val : WeightBatch, optional
+        Validation networks, at least two, for model selection (see :func:`evaluate`).
+    x_val, y_val : torch.Tensor, optional
+        Validation images and labels; ``x, y`` when not given.
+    seed : int, default 0
+        Seed of the batches, permutations, augmentations and validation pairs.
+    callback : callable, optional
+        ``callback(step, model)``, called every ``eval_every`` steps and at the last step (after the
+        evaluation).
+
+    Returns
+    -------
+    History
+        Per-step losses, validation evaluations, the step kept and the training time.
+
+    Raises
+    ------
+    InputError
+        When ``train`` or ``val`` has other widths than the model, or fewer than two networks, or ``seed`` is
+        not a non-negative integer.
+    """
     if train.widths != model.widths:
         raise InputError(f"the training networks have widths {train.widths}, the model aligns {model.widths}")
     if train.size < 2:

@@ -219,7 +219,20 @@ def to_sequential(wb: WeightBatch, index: int = 0) -> nn.Sequential:
 
 
 def check_same_architecture(a: WeightBatch, b: WeightBatch, names: tuple[str, str] = ("a", "b")) -> None:
-    """Raise :class:`InputError` naming ``names`` when ``a`` and ``b`` have different widths."""
+    """Check that two weight batches share one architecture.
+
+    Parameters
+    ----------
+    a, b : WeightBatch
+        The two batches.
+    names : tuple of str, default ("a", "b")
+        Their names in messages.
+
+    Raises
+    ------
+    InputError
+        Naming ``names``, when ``a`` and ``b`` have different widths.
+    """
     if a.widths != b.widths:
         raise InputError(
             f"{names[0]} has widths {a.widths} but {names[1]} has {b.widths}",
@@ -231,7 +244,30 @@ def check_same_architecture(a: WeightBatch, b: WeightBatch, names: tuple[str, st
 def check_perms(
     perms: Sequence[torch.Tensor], hidden: Sequence[int], batch: int, name: str = "perms"
 ) -> list[torch.Tensor]:
-    """Validate hard permutations for hidden widths ``hidden``; accepts ``(d,)`` (broadcast) or ``(B, d)``."""
+    """Validate hard permutations for hidden widths ``hidden``.
+
+    Parameters
+    ----------
+    perms : sequence of torch.Tensor
+        One integer index tensor per hidden layer, ``(d,)`` (broadcast over the batch) or ``(B, d)``.
+    hidden : sequence of int
+        The hidden widths ``d_1 .. d_{M-1}``.
+    batch : int
+        The number of networks ``B``.
+    name : str, default "perms"
+        The argument's name in messages.
+
+    Returns
+    -------
+    list of torch.Tensor
+        ``(B, d)`` int64 index tensors, one per hidden layer.
+
+    Raises
+    ------
+    InputError
+        When ``perms`` is not a list of one tensor per hidden layer, or a tensor is not integer, has the wrong
+        shape or is not a permutation of ``0 .. d - 1``.
+    """
     if isinstance(perms, torch.Tensor) or len(perms) != len(hidden):
         raise InputError(f"{name} must be a list of {len(hidden)} index tensors, one per hidden layer")
     out = []
@@ -251,7 +287,21 @@ def check_perms(
 
 
 def permute_hard(wb: WeightBatch, perms: Sequence[torch.Tensor]) -> WeightBatch:
-    """Apply index permutations ``perms[l]`` ``(B, d_{l+1})`` to the hidden layers (no validation)."""
+    """Apply index permutations to the hidden layers (no validation).
+
+    Parameters
+    ----------
+    wb : WeightBatch
+        ``B`` networks.
+    perms : sequence of torch.Tensor
+        ``perms[l]`` of shape ``(B, d_{l+1})``: neuron ``i`` of hidden layer ``l + 1`` of the result is neuron
+        ``perms[l][i]`` of ``wb`` (see :func:`check_perms` to validate them).
+
+    Returns
+    -------
+    WeightBatch
+        The permuted networks, computing the same functions.
+    """
     M = len(wb.weights)
     weights, biases = list(wb.weights), list(wb.biases)
     for l, p in enumerate(perms):  # p permutes the outputs of layer l and the inputs of layer l + 1
@@ -265,9 +315,22 @@ def permute_hard(wb: WeightBatch, perms: Sequence[torch.Tensor]) -> WeightBatch:
 
 
 def permute_soft(wb: WeightBatch, mats: Sequence[torch.Tensor]) -> WeightBatch:
-    """Apply (doubly stochastic) matrices ``mats[l]`` ``(B, d, d)``.
+    """Apply (doubly stochastic) matrices to the hidden layers.
 
     ``W_k <- P_k W_k P_{k+1}^T`` and ``b_k <- P_{k+1} b_k`` (in the fan-in-first layout, as the official code).
+
+    Parameters
+    ----------
+    wb : WeightBatch
+        ``B`` networks.
+    mats : sequence of torch.Tensor
+        ``mats[l]`` of shape ``(B, d, d)`` for each hidden layer of width ``d``, with ``new_i = sum_j P[i, j]
+        old_j``.
+
+    Returns
+    -------
+    WeightBatch
+        The transformed networks (differentiable in ``mats``).
     """
     M = len(wb.weights)
     weights, biases = list(wb.weights), list(wb.biases)
@@ -280,28 +343,91 @@ def permute_soft(wb: WeightBatch, mats: Sequence[torch.Tensor]) -> WeightBatch:
 
 
 def perm_matrices(perms: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-    """Hard index permutations ``(B, d)`` as 0/1 matrices ``(B, d, d)`` with ``P[i, p[i]] = 1``."""
+    """Hard index permutations as 0/1 matrices with ``P[i, p[i]] = 1``.
+
+    Parameters
+    ----------
+    perms : sequence of torch.Tensor
+        Index permutations ``(B, d)``.
+
+    Returns
+    -------
+    list of torch.Tensor
+        float32 matrices ``(B, d, d)``, one per permutation.
+    """
     return [F.one_hot(p, p.shape[-1]).float() for p in perms]
 
 
 def random_perms(hidden: Sequence[int], batch: int, generator: torch.Generator) -> list[torch.Tensor]:
-    """Uniform random permutations ``(batch, d)`` for each hidden width."""
+    """Uniform random permutations for each hidden width.
+
+    Parameters
+    ----------
+    hidden : sequence of int
+        The hidden widths.
+    batch : int
+        Permutations per width.
+    generator : torch.Generator
+        Source of randomness.
+
+    Returns
+    -------
+    list of torch.Tensor
+        int64 index tensors ``(batch, d)``, one per width.
+    """
     return [torch.argsort(torch.rand(batch, d, generator=generator), dim=1) for d in hidden]
 
 
 def invert(perms: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-    """The inverse index permutations: ``permute_hard(permute_hard(x, p), invert(p)) == x``."""
+    """The inverse index permutations: ``permute_hard(permute_hard(x, p), invert(p)) == x``.
+
+    Parameters
+    ----------
+    perms : sequence of torch.Tensor
+        Index permutations ``(..., d)``.
+
+    Returns
+    -------
+    list of torch.Tensor
+        The inverses, same shapes.
+    """
     return [torch.argsort(p, dim=-1) for p in perms]
 
 
 def compose(outer: Sequence[torch.Tensor], inner: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-    """``permute(permute(x, inner), outer) == permute(x, compose(outer, inner))``: index ``inner[outer[i]]``."""
+    """Compose index permutations: ``permute(permute(x, inner), outer) == permute(x, compose(outer, inner))``.
+
+    Parameters
+    ----------
+    outer : sequence of torch.Tensor
+        Index permutations ``(..., d)`` applied second.
+    inner : sequence of torch.Tensor
+        Index permutations of the same shapes, applied first.
+
+    Returns
+    -------
+    list of torch.Tensor
+        Index ``inner[outer[i]]`` at position ``i``, per layer.
+    """
     return [torch.gather(q, -1, p) for p, q in zip(outer, inner)]
 
 
 # ----------------------------------------------------------------------------------------- merging, forward
 def lerp(a: WeightBatch, b: WeightBatch, alpha: torch.Tensor | float) -> WeightBatch:
-    """``alpha * a + (1 - alpha) * b`` per network (``alpha`` a float or ``(B,)``), the official convention."""
+    """Linear interpolation ``alpha * a + (1 - alpha) * b`` per network, the official convention.
+
+    Parameters
+    ----------
+    a, b : WeightBatch
+        Networks of one architecture and batch size ``B``.
+    alpha : torch.Tensor or float
+        A float (or 0-d tensor) for all networks, or ``(B,)``, one per network.
+
+    Returns
+    -------
+    WeightBatch
+        The interpolated networks.
+    """
     if not isinstance(alpha, torch.Tensor):
         alpha = torch.tensor(float(alpha))
     aw = alpha.reshape(-1, 1, 1) if alpha.dim() else alpha
@@ -313,7 +439,20 @@ def lerp(a: WeightBatch, b: WeightBatch, alpha: torch.Tensor | float) -> WeightB
 
 
 def forward(wb: WeightBatch, x: torch.Tensor) -> torch.Tensor:
-    """Logits of every network on shared inputs ``x`` ``(N, d_0)`` (or per-network ``(B, N, d_0)``): ``(B, N, d_M)``."""
+    """Logits of every network on its inputs.
+
+    Parameters
+    ----------
+    wb : WeightBatch
+        ``B`` networks.
+    x : torch.Tensor
+        Shared inputs ``(N, d_0)``, or per-network inputs ``(B, N, d_0)``.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(B, N, d_M)`` logits.
+    """
     h = x if x.dim() == 3 else x.unsqueeze(0).expand(wb.size, -1, -1)
     M = len(wb.weights)
     for k in range(M):
@@ -324,7 +463,22 @@ def forward(wb: WeightBatch, x: torch.Tensor) -> torch.Tensor:
 
 
 def loss_and_accuracy(wb: WeightBatch, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-network mean cross-entropy and accuracy on ``(x, y)``: two ``(B,)`` tensors."""
+    """Per-network mean cross-entropy and accuracy on ``(x, y)``.
+
+    Parameters
+    ----------
+    wb : WeightBatch
+        ``B`` networks.
+    x : torch.Tensor
+        Inputs ``(N, d_0)`` (or ``(B, N, d_0)``, see :func:`forward`).
+    y : torch.Tensor
+        Labels ``(N,)`` shared by all networks, or ``(B, N)``.
+
+    Returns
+    -------
+    tuple of torch.Tensor
+        ``(loss, accuracy)``, two ``(B,)`` tensors.
+    """
     logits = forward(wb, x)
     yy = y.unsqueeze(0).expand(wb.size, -1) if y.dim() == 1 else y
     ce = F.cross_entropy(logits.transpose(1, 2), yy, reduction="none").mean(1)
@@ -335,8 +489,27 @@ def loss_and_accuracy(wb: WeightBatch, x: torch.Tensor, y: torch.Tensor) -> tupl
 def interpolation_losses(
     a: WeightBatch, b: WeightBatch, x: torch.Tensor, y: torch.Tensor, n_alphas: int = 16
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Test loss along the linear path ``alpha * a + (1 - alpha) * b`` at ``n_alphas`` points of ``[0, 1]``
-    (16 in the official evaluation, ``calc_lmc_loss``). Returns ``(alphas, losses (B, n_alphas))``."""
+    """Test loss along the linear path ``alpha * a + (1 - alpha) * b`` at ``n_alphas`` points of ``[0, 1]``.
+
+    Parameters
+    ----------
+    a, b : WeightBatch
+        ``B`` pairs of networks of one architecture.
+    x : torch.Tensor
+        Inputs ``(N, d_0)``.
+    y : torch.Tensor
+        Labels ``(N,)``.
+    n_alphas : int, default 16
+        Evenly spaced points of ``[0, 1]``, both ends included (16 in the official evaluation,
+        ``calc_lmc_loss``).
+
+    Returns
+    -------
+    alphas : torch.Tensor
+        ``(n_alphas,)``.
+    losses : torch.Tensor
+        ``(B, n_alphas)`` mean cross-entropies (computed without gradients).
+    """
     alphas = torch.linspace(0.0, 1.0, n_alphas)
     with torch.no_grad():
         losses = torch.stack([loss_and_accuracy(lerp(a, b, float(t)), x, y)[0] for t in alphas], dim=1)
@@ -344,8 +517,26 @@ def interpolation_losses(
 
 
 def barrier_and_auc(alphas: torch.Tensor, losses: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Loss barrier ``max_alpha L(merge) - [alpha L(a) + (1 - alpha) L(b)]`` (Frankle et al.; the paper's
-    "barrier") and the area under that excess-loss curve (trapezoid rule over ``alpha in [0, 1]``), per pair."""
+    """Loss barrier and area under the excess-loss curve, per pair.
+
+    The barrier is ``max_alpha L(merge) - [alpha L(a) + (1 - alpha) L(b)]`` (Frankle et al.; the paper's
+    "barrier"); the area is that of the excess-loss curve (trapezoid rule over ``alpha in [0, 1]``).
+
+    Parameters
+    ----------
+    alphas : torch.Tensor
+        ``(n_alphas,)`` increasing from 0 (network ``b``) to 1 (network ``a``), as
+        :func:`interpolation_losses` returns them.
+    losses : torch.Tensor
+        ``(B, n_alphas)`` losses along the path.
+
+    Returns
+    -------
+    barrier : torch.Tensor
+        ``(B,)``.
+    auc : torch.Tensor
+        ``(B,)``.
+    """
     la, lb = losses[:, -1:], losses[:, :1]  # alpha = 1 is network a, alpha = 0 is network b
     excess = losses - (alphas * la + (1 - alphas) * lb)
     auc = torch.trapezoid(excess, alphas, dim=1)
@@ -353,8 +544,26 @@ def barrier_and_auc(alphas: torch.Tensor, losses: torch.Tensor) -> tuple[torch.T
 
 
 def mlp_permute(net: nn.Sequential, perms: Sequence[torch.Tensor]) -> nn.Sequential:
-    """``net`` with its hidden neurons permuted: neuron ``i`` of layer ``l`` becomes old neuron ``perms[l][i]``.
-    The function computed is unchanged."""
+    """``net`` with its hidden neurons permuted; the function computed is unchanged.
+
+    Parameters
+    ----------
+    net : nn.Sequential
+        An MLP of Linear and ReLU layers (see :func:`check_mlp`).
+    perms : sequence of torch.Tensor
+        One index permutation ``(d,)`` or ``(1, d)`` per hidden layer: neuron ``i`` of hidden layer ``l``
+        becomes old neuron ``perms[l][i]``.
+
+    Returns
+    -------
+    nn.Sequential
+        A new network.
+
+    Raises
+    ------
+    InputError
+        When ``net`` is not such an MLP or ``perms`` are not permutations of its hidden widths.
+    """
     wb = from_sequential(net, "net")
     ps = check_perms(perms, wb.hidden, 1)
     return to_sequential(permute_hard(wb, ps))
@@ -363,7 +572,29 @@ def mlp_permute(net: nn.Sequential, perms: Sequence[torch.Tensor]) -> nn.Sequent
 def mlp_merge(
     a: nn.Sequential, b: nn.Sequential, alpha: float = 0.5, perms: Sequence[torch.Tensor] | None = None
 ) -> nn.Sequential:
-    """``alpha * a + (1 - alpha) * permute(b, perms)`` as a new network (``perms=None``: no alignment)."""
+    """``alpha * a + (1 - alpha) * permute(b, perms)`` as a new network.
+
+    Parameters
+    ----------
+    a, b : nn.Sequential
+        MLPs of Linear and ReLU layers of one architecture.
+    alpha : float, default 0.5
+        Weight of ``a``.
+    perms : sequence of torch.Tensor, optional
+        One index permutation per hidden layer applied to ``b`` (see :func:`mlp_permute`); ``None``: no
+        alignment.
+
+    Returns
+    -------
+    nn.Sequential
+        The merged network.
+
+    Raises
+    ------
+    InputError
+        When ``alpha`` is not a finite real number, ``a`` or ``b`` is not such an MLP, their architectures differ, or
+        ``perms`` are not permutations of the hidden widths.
+    """
     alpha = check_float(alpha, "alpha")
     wa, wb = from_sequential(a, "a"), from_sequential(b, "b")
     check_same_architecture(wa, wb)

@@ -49,7 +49,22 @@ def register(subparsers, parents) -> None:
 
 
 def default_pair(seed: int = 0):
-    """(aligned, ref, language) for the enumerable language, trained once and cached."""
+    """The aligned and reference models of the enumerable language, trained once and cached.
+
+    On first use the pair is trained (about 20 seconds) and saved under the icml24 cache folder
+    (``save_pretrained``, safetensors); later calls load it from there (``local_files_only``).
+
+    Parameters
+    ----------
+    seed : int, default 0
+        Seed of the language and of the training; each seed has its own cached pair.
+
+    Returns
+    -------
+    tuple
+        ``(aligned, ref, language)``: the aligned and the reference causal LMs (``transformers`` models in
+        evaluation mode) and the :class:`~icml24.data.text.EnumerableLanguage`.
+    """
     from transformers import AutoModelForCausalLM
 
     from ..data import cache_dir
@@ -85,7 +100,26 @@ def default_pair(seed: int = 0):
 
 
 def generate_command(args: argparse.Namespace) -> int:
-    """Run ``icml24 dera generate`` from parsed arguments; returns the exit status."""
+    """Run ``icml24 dera generate`` from parsed arguments and print the decoded responses.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options: ``lam``, ``prompt``, ``aligned``, ``ref``, ``samples``, ``sample``,
+        ``max_new_tokens``, ``temperature``, ``top_k``, ``top_p`` and ``seed``.
+
+    Returns
+    -------
+    int
+        The exit status, 0.
+
+    Raises
+    ------
+    InputError
+        When ``--lambda`` is negative or not finite, ``--samples`` or ``--max-new-tokens`` is below 1, only one of
+        ``--aligned`` and ``--ref`` is given, the prompt is not in the enumerable language (default pair), or a
+        folder is not a local Hugging Face model folder.
+    """
     import torch
     from transformers.utils import logging as hf_logging
 

@@ -249,6 +249,10 @@ class DenseLazyAttention(AttentionMaintainer):
             self.rebuild()
 
     def rebuild(self) -> None:
+        """Fold the pending rank-1 pairs into ``M`` and ``s`` (``M += U W``, ``s += U 1_K``) and clear them.
+
+        Called automatically after ``k`` updates; cost ``O(m p d_v)`` for ``p`` pending pairs.
+        """
         p = self.pending
         if p:
             self.M += self.U[:, :p] @ self.W[:p]

@@ -231,11 +231,24 @@ class WorkCounters:
         return self.query_work / self.queries if self.queries else 0.0
 
     def add_query(self, work: int) -> None:
+        """Count one query and its work.
+
+        Parameters
+        ----------
+        work : int
+            Multiply-adds of the query; added to ``query_work`` and kept in ``max_query_work`` when the largest.
+        """
         self.queries += 1
         self.query_work += work
         self.max_query_work = max(self.max_query_work, work)
 
     def as_dict(self) -> dict[str, float]:
+        """The counters as floats, with ``amortized_update_work`` and ``mean_query_work`` added.
+
+        Returns
+        -------
+        dict of str to float
+        """
         out = {k: float(v) for k, v in asdict(self).items()}
         out["amortized_update_work"] = self.amortized_update_work
         out["mean_query_work"] = self.mean_query_work

@@ -153,6 +153,20 @@ class AttackSpace:
         return out[0] if single else out
 
     def is_feasible(self, flips: np.ndarray) -> bool:
+        """Whether flipping the slots where ``flips`` is True respects the budgets.
+
+        At most ``Delta`` flips in total, at most ``Q_v`` touching each node ``v``, and, when directed, only
+        existing arcs (deletions).
+
+        Parameters
+        ----------
+        flips : bool [S]
+            Which slots are flipped.
+
+        Returns
+        -------
+        bool
+        """
         f = np.asarray(flips, dtype=bool)
         if self.directed and (f & ~self.slot_present).any():
             return False

@@ -60,7 +60,26 @@ from .problem import GroupProblem
 def full_operator(
     problem: GroupProblem, w: np.ndarray, q: np.ndarray, offsets: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The saddle operator ``F(w, q) = (sum_i q_i grad R_i(w), -(R_i(w) - c_i)_i)`` (``N`` IFO)."""
+    """The saddle operator ``F(w, q) = (sum_i q_i grad R_i(w), -(R_i(w) - c_i)_i)`` (``N`` IFO).
+
+    Parameters
+    ----------
+    problem : GroupProblem
+        The ``m`` groups and their per-sample oracle.
+    w : numpy.ndarray
+        ``(d,)`` model.
+    q : numpy.ndarray
+        ``(m,)`` group weights on the simplex.
+    offsets : numpy.ndarray, optional
+        ``(m,)`` shifts ``c_i`` of the risks (ALEM's ``R~_i``); none when not given.
+
+    Returns
+    -------
+    g_w : numpy.ndarray
+        ``(d,)``: ``sum_i q_i grad R_i(w)``.
+    g_q : numpy.ndarray
+        ``(m,)``: ``-(R_i(w) - c_i)``.
+    """
     R, gR = problem.risks_and_grads(w)
     if offsets is not None:
         R = R - offsets
@@ -70,15 +89,50 @@ def full_operator(
 def group_sampled_operator(
     problem: GroupProblem, w: np.ndarray, q: np.ndarray, pos: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The group-sampled estimator ``F_xi`` with one sample per group at positions ``pos`` (``m`` IFO):
-    ``(sum_i q_i grad l(w; xi_{i j_i}), -(l(w; xi_{i j_i}))_i)``. Unbiased for ``F`` when every ``j_i`` is
-    uniform in its group."""
+    """The group-sampled estimator ``F_xi`` with one sample per group at positions ``pos`` (``m`` IFO).
+
+    ``F_xi(w, q) = (sum_i q_i grad l(w; xi_{i j_i}), -(l(w; xi_{i j_i}))_i)``. Unbiased for ``F`` when every
+    ``j_i`` is uniform in its group.
+
+    Parameters
+    ----------
+    problem : GroupProblem
+        The ``m`` groups and their per-sample oracle.
+    w : numpy.ndarray
+        ``(d,)`` model.
+    q : numpy.ndarray
+        ``(m,)`` group weights on the simplex.
+    pos : numpy.ndarray
+        ``(m,)`` sample positions, the ``i``-th in group ``i`` (a row of :func:`draw_group_samples`).
+
+    Returns
+    -------
+    g_w : numpy.ndarray
+        ``(d,)``: ``sum_i q_i grad l(w; xi_{i j_i})``.
+    g_q : numpy.ndarray
+        ``(m,)``: ``-l(w; xi_{i j_i})``.
+    """
     val, grad = problem.sample_eval(w, pos)
     return q @ grad, -val
 
 
 def draw_group_samples(problem: GroupProblem, rng: np.random.Generator, k: int) -> np.ndarray:
-    """``k`` draws of ``(j_1, ..., j_m)``, one uniform sample per group, as positions (shape ``(k, m)``)."""
+    """``k`` draws of ``(j_1, ..., j_m)``, one uniform sample per group, as positions.
+
+    Parameters
+    ----------
+    problem : GroupProblem
+        The groups (``offsets`` and ``sizes``).
+    rng : numpy.random.Generator
+        Source of randomness.
+    k : int
+        Number of draws.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(k, m)`` int64 positions into the concatenated samples; column ``i`` lies in group ``i``.
+    """
     return problem.offsets + (rng.random((k, problem.m)) * problem.sizes).astype(np.int64)
 
 
@@ -100,9 +154,31 @@ class Snapshot:
 def vr_operator(
     problem: GroupProblem, snap: Snapshot, w: np.ndarray, q: np.ndarray, pos: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The variance-reduced estimator ``F(z_bar) + F_xi(z) - F_xi(z_bar)`` with the same draw ``pos`` in both
-    stochastic terms (``m`` IFO: the snapshot's per-sample terms are stored). Equals ``F(z_bar)`` at
-    ``z = z_bar`` for every draw."""
+    """The variance-reduced estimator ``F(z_bar) + F_xi(z) - F_xi(z_bar)``.
+
+    The same draw ``pos`` is used in both stochastic terms (``m`` IFO: the snapshot's per-sample terms are
+    stored). Equals ``F(z_bar)`` at ``z = z_bar`` for every draw.
+
+    Parameters
+    ----------
+    problem : GroupProblem
+        The ``m`` groups and their per-sample oracle.
+    snap : Snapshot
+        The snapshot ``z_bar``, its full operator and stored per-sample values and gradients.
+    w : numpy.ndarray
+        ``(d,)`` model.
+    q : numpy.ndarray
+        ``(m,)`` group weights on the simplex.
+    pos : numpy.ndarray
+        ``(m,)`` sample positions, one per group (a row of :func:`draw_group_samples`).
+
+    Returns
+    -------
+    g_w : numpy.ndarray
+        ``(d,)``: the w-block of the estimate.
+    g_q : numpy.ndarray
+        ``(m,)``: the q-block of the estimate.
+    """
     val, grad = problem.sample_eval(w, pos)
     g_w = snap.F_w + q @ grad - snap.q @ snap.grads[pos]
     g_q = snap.F_q - (val - snap.values[pos])
@@ -112,10 +188,28 @@ def vr_operator(
 def snapshots(weights: np.ndarray, ws: np.ndarray, log_qs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Snapshot and mirror snapshot of an epoch from its iterates ``z_1..z_K`` and steps ``eta_0..eta_{K-1}``.
 
-    Returns ``(w_bar, q_bar, log_q_hat)``: ``w_bar`` and ``q_bar`` are the step-weighted primal averages;
-    ``q_hat`` is the mirror snapshot, ``grad h(q_hat) = sum_k eta_k grad h(q_k) / sum eta`` on the simplex,
-    i.e. the normalised weighted geometric mean, the minimiser of ``sum_k eta_k KL(q || q_k)``.
-    (The w-block's mirror snapshot equals ``w_bar``: its mirror map is affine.)
+    ``w_bar`` and ``q_bar`` are the step-weighted primal averages; ``q_hat`` is the mirror snapshot,
+    ``grad h(q_hat) = sum_k eta_k grad h(q_k) / sum eta`` on the simplex, i.e. the normalised weighted
+    geometric mean, the minimiser of ``sum_k eta_k KL(q || q_k)``. (The w-block's mirror snapshot equals
+    ``w_bar``: its mirror map is affine.)
+
+    Parameters
+    ----------
+    weights : numpy.ndarray
+        ``(K,)`` positive steps ``eta_0 .. eta_{K-1}`` (normalised here).
+    ws : numpy.ndarray
+        ``(K, d)`` w-iterates ``w_1 .. w_K``.
+    log_qs : numpy.ndarray
+        ``(K, m)`` logarithms of the q-iterates ``q_1 .. q_K``.
+
+    Returns
+    -------
+    w_bar : numpy.ndarray
+        ``(d,)`` step-weighted average of the w-iterates.
+    q_bar : numpy.ndarray
+        ``(m,)`` step-weighted average of the q-iterates, renormalised onto the simplex.
+    log_q_hat : numpy.ndarray
+        ``(m,)`` logarithm of the mirror snapshot ``q_hat``.
     """
     lam = np.asarray(weights, dtype=float) / float(np.sum(weights))
     w_bar = lam @ ws

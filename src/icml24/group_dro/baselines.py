@@ -143,9 +143,31 @@ def _smd(problem, rng, *, iterations, max_ifo, gamma, w0, risk_offsets, record_e
 def one_level_operator(
     problem: GroupProblem, w: np.ndarray, q: np.ndarray, i: int, pos: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The one-level estimator at sample position ``pos`` of group ``i`` (1 IFO):
+    """The one-level estimator at sample position ``pos`` of group ``i`` (1 IFO).
+
     ``(m q_i grad l(w; xi_ij), -m l(w; xi_ij) e_i)``; unbiased for ``F`` when ``i ~ Unif[m]``, ``j ~ Unif[n_i]``.
-    :func:`one_level_vr` inlines this formula in its inner loop."""
+    :func:`one_level_vr` inlines this formula in its inner loop.
+
+    Parameters
+    ----------
+    problem : GroupProblem
+        The ``m`` groups and their per-sample oracle.
+    w : numpy.ndarray
+        ``(d,)`` model.
+    q : numpy.ndarray
+        ``(m,)`` group weights on the simplex.
+    i : int
+        The sampled group.
+    pos : int
+        The sample's position in the concatenated samples (inside group ``i``).
+
+    Returns
+    -------
+    g_w : numpy.ndarray
+        ``(d,)``: ``m q_i grad l(w; xi_ij)``.
+    g_q : numpy.ndarray
+        ``(m,)``: ``-m l(w; xi_ij)`` at index ``i``, zero elsewhere.
+    """
     val, grad = problem.sample_eval(w, np.array([pos]))
     g_q = np.zeros(problem.m)
     g_q[i] = -problem.m * val[0]

@@ -31,6 +31,17 @@ Callback = Callable[[int, np.ndarray, np.ndarray], bool]
 
 
 def logsumexp(a: np.ndarray) -> float:
+    """``log(sum_i exp(a_i))``, computed stably by shifting by the maximum.
+
+    Parameters
+    ----------
+    a : numpy.ndarray
+        Non-empty array of finite values (all entries are summed).
+
+    Returns
+    -------
+    float
+    """
     mx = float(a.max())
     return mx + math.log(float(np.exp(a - mx).sum()))
 
@@ -128,9 +139,31 @@ class Budget:
         self.stopped = False
 
     def exhausted(self, ifo: int) -> bool:
+        """Whether the run must stop: the callback asked to, or ``ifo`` reached ``max_ifo``.
+
+        Parameters
+        ----------
+        ifo : int
+            Per-sample gradient evaluations spent so far.
+
+        Returns
+        -------
+        bool
+        """
         return self.stopped or (self.max_ifo is not None and ifo >= self.max_ifo)
 
     def checkpoint(self, ifo: int, w: np.ndarray, q: np.ndarray) -> None:
+        """Record copies of ``(ifo, w, q)`` in the trace and call the callback; True from it stops the run.
+
+        Parameters
+        ----------
+        ifo : int
+            Per-sample gradient evaluations spent so far.
+        w : numpy.ndarray
+            ``(d,)`` current output model.
+        q : numpy.ndarray
+            ``(m,)`` current output group weights.
+        """
         w, q = w.copy(), q.copy()
         self.trace.append((int(ifo), w, q))
         if self.callback is not None and self.callback(int(ifo), w, q):

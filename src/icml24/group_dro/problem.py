@@ -104,6 +104,18 @@ class ConvexSet:
     radius: float  # max distance from the centre: the D of the distance-generating function ||w-c||^2/(2D^2)
 
     def project(self, w: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        """The Euclidean projection ``Pi_W(w)``, the point of ``W`` nearest to ``w``.
+
+        Parameters
+        ----------
+        w : numpy.ndarray
+            ``(d,)`` point.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(d,)`` point of ``W``.
+        """
         raise NotImplementedError
 
     def linear_min(self, g: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
@@ -111,6 +123,19 @@ class ConvexSet:
         raise NotImplementedError
 
     def contains(self, w: np.ndarray, tol: float = 1e-9) -> bool:
+        """Whether ``w`` lies in ``W``: its distance to its projection is at most ``tol * max(1, D)``.
+
+        Parameters
+        ----------
+        w : numpy.ndarray
+            ``(d,)`` point.
+        tol : float, default 1e-9
+            Relative tolerance.
+
+        Returns
+        -------
+        bool
+        """
         return bool(np.linalg.norm(self.project(w) - w) <= tol * max(1.0, self.radius))
 
 
@@ -121,6 +146,18 @@ class BallSet(ConvexSet):
         self.center, self.radius = center, float(radius)
 
     def project(self, w: np.ndarray) -> np.ndarray:
+        """The Euclidean projection onto the ball: ``w`` radially pulled back to the sphere when outside.
+
+        Parameters
+        ----------
+        w : numpy.ndarray
+            ``(d,)`` point.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(d,)``: ``w`` itself (not a copy) when it lies in the ball, else a new array.
+        """
         d = w - self.center
         nrm = math.sqrt(float(d @ d))
         if nrm <= self.radius:
@@ -144,6 +181,18 @@ class BoxSet(ConvexSet):
         self.radius = float(np.linalg.norm(upper - lower) / 2)
 
     def project(self, w: np.ndarray) -> np.ndarray:
+        """The Euclidean projection onto the box: ``w`` clipped coordinatewise to ``[lower, upper]``.
+
+        Parameters
+        ----------
+        w : numpy.ndarray
+            ``(d,)`` point.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(d,)`` new array.
+        """
         return np.clip(w, self.lower, self.upper)
 
     def linear_min(self, g: np.ndarray) -> np.ndarray:

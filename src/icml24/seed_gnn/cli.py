@@ -42,7 +42,27 @@ def register(subparsers, parents) -> None:
 
 
 def edit_command(args: argparse.Namespace) -> int:
-    """Run ``icml24 seed-gnn edit`` from parsed arguments; returns the exit status."""
+    """Run ``icml24 seed-gnn edit`` from parsed arguments.
+
+    Pretrains the backbone, selects the targets, edits them one after another and writes ``edits.jsonl``,
+    ``summary.json`` and a drawdown and success-rate plot to a new run directory.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options: ``data``, ``model``, ``editor``, ``edits``, ``seed``, ``official_quirk``,
+        ``save_state`` and ``out``.
+
+    Returns
+    -------
+    int
+        The exit status, 0.
+
+    Raises
+    ------
+    InputError
+        When ``--edits`` is below 1 or ``--seed`` is negative.
+    """
     if args.edits < 1 or args.seed < 0:
         raise InputError("--edits must be >= 1 and --seed >= 0")
     from tqdm.auto import tqdm
