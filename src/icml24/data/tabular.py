@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from ..errors import DataError, InputError
-from ..validation import check_seed
+from ..validation import check_probability, check_seed
 from ._root import data_root, require_files
 
 
@@ -75,9 +75,7 @@ def _stratified_indices(y: np.ndarray, n: int | None, rng: np.random.Generator) 
 
 
 def _check_fraction(value: float, name: str) -> float:
-    if not isinstance(value, (int, float)) or not 0.0 < float(value) < 1.0:
-        raise InputError(f"{name} must be a fraction in (0, 1), got {value!r}")
-    return float(value)
+    return check_probability(value, name, open_left=True, open_right=True)
 
 
 def _check_classes(classes: Sequence[int] | None, available: int) -> list[int] | None:
