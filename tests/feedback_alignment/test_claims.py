@@ -66,10 +66,15 @@ def test_multiclass_claim():
     check_claim(
         MULTICLASS,
         [
-            {"fa_gap_5c": 0.5},  # gap does not grow from 5 to 10 classes
+            {"fa_gap_5c": 0.5},  # mean gap does not grow from 5 to 10 classes
             {"fa_gap_2c": 0.5},  # nor from 2 to 5
-            {"aligned_fa_gap_10c": 1.0},  # better alignment does not help
+            {"gap_growth_se": 1.0},  # the growth is within noise
+            {"aligned_gain_10c": 0.0},  # better alignment does not help
+            {"aligned_gain_10c": -0.01},  # it hurts
+            {"aligned_gain_se": 1.0},  # the gain is within noise
+            {"seeds": 1.0},  # no standard error from one seed
             {"fa_gap_10c": math.nan},
+            {"aligned_gain_se": math.nan},
         ],
     )
 

@@ -26,7 +26,14 @@ def lin(a, b):
     "model, match",
     [
         (nn.Sequential(lin(4, 5), nn.BatchNorm1d(5), lin(5, 2)), "BatchNorm1d.*not supported"),
-        (nn.Sequential(nn.Conv2d(1, 2, 3), nn.Flatten(), lin(4, 2)), "Conv2d.*not supported"),
+        (nn.Sequential(nn.Conv2d(1, 2, 3, groups=1, padding="same"), nn.Flatten(), lin(4, 2)), "Conv2d.*groups=1"),
+        (nn.Sequential(nn.Conv2d(2, 2, 3, groups=2), nn.Flatten(), lin(4, 2)), "Conv2d.*groups=1"),
+        (nn.Sequential(nn.Flatten(), lin(4, 4), nn.Unflatten(1, (1, 2, 2)), nn.Conv2d(1, 2, 1)), "Unflatten"),
+        (
+            nn.Sequential(nn.Conv2d(1, 2, 3), nn.Flatten(), lin(4, 3), nn.ReLU(), nn.AvgPool2d(2), lin(3, 2)),
+            "after a Linear",
+        ),
+        (nn.Sequential(nn.Conv2d(1, 2, 3), nn.Flatten(), lin(5, 2)), "not a multiple of the 2 channels"),
         (nn.Sequential(lin(4, 5), nn.Dropout(), lin(5, 2)), "Dropout.*not supported"),
         (nn.Sequential(lin(4, 5), nn.Softmax(dim=1), lin(5, 2)), "Softmax.*not supported"),
         (nn.Sequential(lin(4, 5), nn.Tanh(), lin(5, 2)), "Tanh.*not positively homogeneous"),
@@ -46,7 +53,7 @@ def test_unsupported_models(model, match):
 
 def test_shared_layer_and_tanh_opt_in():
     shared = lin(4, 4)
-    with pytest.raises(InputError, match="same nn.Linear"):
+    with pytest.raises(InputError, match="same layer"):
         FeedbackNetwork(nn.Sequential(shared, nn.ReLU(), shared), "fa")
     net = FeedbackNetwork(nn.Sequential(lin(4, 5), nn.Tanh(), lin(5, 2)), "fa", homogeneous=False)
     assert net(torch.randn(3, 4)).shape == (3, 2)

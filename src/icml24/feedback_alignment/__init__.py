@@ -19,10 +19,16 @@ ordinary optimizer and loop, and watch why it works::
     rec.series("alignment")   # cos(B, W^T) per layer: rises from 0 as the incoming norms grow
     rec.series("rho")         # <g, u> / |g|^2: alignment dominance (> 0: the update descends)
 
-Rules: ``"fa"`` (fixed random B), ``"backprop"`` (the reference), ``"dfa"``, ``"usf"``, ``"frsf"``.
+Rules: ``"fa"`` (fixed random B), ``"backprop"`` (the reference), ``"dfa"``, ``"usf"``, ``"frsf"``,
+``"brsf"`` (sign symmetry with batchwise random magnitudes), ``"kp"`` (Kolen-Pollack: B learned with W's
+update and weight decay) and ``"wm"`` (the weight mirror, our adaptive FA variant). Which of them obey the
+conservation law, and why, is tabulated in :mod:`icml24.feedback_alignment.rules`.
+
+Small CNNs train the same way: ``FeedbackNetwork(make_cnn(1, 28, (8, 16)), rule="fa")`` (Conv2d layers
+get feedback kernels of the transposed shape; average/max pooling and Flatten pass errors back exactly).
 """
 
-from .baselines import BACKPROP, DFA, FRSF, USF
+from .baselines import BACKPROP, BRSF, DFA, FRSF, KOLEN_POLLACK, USF, WEIGHT_MIRROR
 from .diagnostics import (
     AlignmentRecorder,
     UpdateAlignment,
@@ -35,12 +41,14 @@ from .diagnostics import (
 )
 from .network import (
     RULES,
+    FeedbackFunction,
     FeedbackLinearFunction,
     FeedbackNetwork,
     accuracy,
     align_init_,
     get_rule,
     loss_fn,
+    make_cnn,
     make_mlp,
     train,
 )
@@ -48,6 +56,7 @@ from .rules import FA, Rule
 
 __all__ = [
     "FeedbackNetwork",
+    "FeedbackFunction",
     "FeedbackLinearFunction",
     "Rule",
     "RULES",
@@ -56,8 +65,12 @@ __all__ = [
     "DFA",
     "USF",
     "FRSF",
+    "BRSF",
+    "KOLEN_POLLACK",
+    "WEIGHT_MIRROR",
     "get_rule",
     "make_mlp",
+    "make_cnn",
     "align_init_",
     "train",
     "accuracy",

@@ -12,7 +12,16 @@ for every hidden neuron ``k`` of layer ``l``
 tr(B_{l+1} W_{l+1})``. Growth of a neuron's incoming weights forces its outgoing weights toward its
 feedback: the *implicit alignment* the paper names. With backprop (``B = W^T``) the same algebra gives the
 balancedness law ``1/2 ||W_l[k,:]||^2 + 1/2 b_l[k]^2 - 1/2 ||W_{l+1}[:,k]||^2`` (Du, Hu & Lee 2018); every
-rule of :mod:`.rules` has its potential ``Phi``, and :func:`conserved_quantity` uses it.
+rule of :mod:`.rules` has its potential ``Phi``, and :func:`conserved_quantity` uses it. Which rules obey
+the law (FA, backprop, uSF, frSF, Kolen-Pollack without weight decay), which only in expectation (brSF) and
+which not (the weight mirror, DFA below its last layer), and why, is tabulated in :mod:`.rules`
+(``Rule.law``).
+
+*Convolutions.* A ``Conv2d`` channel ``k`` plays the role of a neuron: its incoming weights are the kernel
+``W_l[k]`` (all input channels and taps) and its bias, and the potential sums over the kernel taps (and, when
+the next layer is a Linear layer after ``Flatten``, over the positions of channel ``k``). The derivation
+goes through because convolution is linear in the kernel and pooling acts per channel and is positively
+homogeneous.
 
 *Discrete steps* [derived]: one step of gradient descent with rate ``eta`` changes ``C_{l,k}`` by exactly
 ``1/2 ||dW_l[k,:]||^2 + 1/2 db_l[k]^2 - (Phi(W + dW) - Phi(W) - <grad Phi, dW>)``: second order in ``eta``.
@@ -37,7 +46,7 @@ import torch
 from ..errors import InputError
 from ..validation import check_bool, check_int
 from .network import FeedbackNetwork, loss_fn
-from .rules import FA
+from .rules import FA, transpose
 
 Tensor = torch.Tensor
 
@@ -69,20 +78,30 @@ def potential(net: FeedbackNetwork, j: int) -> Tensor:
     torch.Tensor of shape (in_j,)
     """
     net = _check_net(net)
-    lin = net.linears[j]
-    w = lin.weight.detach()
-    m = getattr(net, f"feedback_{j % len(net.linears)}") if net.rule.draws else None
+    n = len(net.layers)
+    j = check_int(j, "layer index", min_val=-n, max_val=n - 1) % n
+    lay = net.layers[j]
+    w = lay.weight.detach()
+    m = net._stored(j)
+    m = m.detach() if m is not None else None
     rule = net.rule
     if rule.potential is not None:
         return rule.potential(w, m, net.scales[j])
-    if rule.direct and j % len(net.linears) == len(net.linears) - 1:
+    if rule.direct and j == n - 1 and m is not None and m.shape == transpose(w).shape:
         return FA.potential(w, m, net.scales[j])  # type: ignore[misc]
-    return torch.full((lin.in_features,), math.nan, dtype=w.dtype, device=w.device)
+    return torch.full((w.shape[1],), math.nan, dtype=w.dtype, device=w.device)
+
+
+def _per_unit(phi: Tensor, units: int) -> Tensor:
+    """Sum the potential of a layer's inputs over the inputs that belong to one unit of the layer below."""
+    if phi.numel() == units:
+        return phi
+    return phi.reshape(units, -1).sum(dim=1)  # Flatten after a convolution: channel-major inputs
 
 
 @torch.no_grad()
 def incoming_norms(net: FeedbackNetwork) -> list[Tensor]:
-    """``1/2 ||W_l[k,:]||^2 + 1/2 b_l[k]^2`` for every neuron ``k`` of every hidden layer ``l = 1..L-1``.
+    """``1/2 ||W_l[k,:]||^2 + 1/2 b_l[k]^2`` for every neuron (or channel) ``k`` of every hidden layer.
 
     Parameters
     ----------
@@ -95,9 +114,9 @@ def incoming_norms(net: FeedbackNetwork) -> list[Tensor]:
     """
     net = _check_net(net)
     out = []
-    for lin in net.linears[:-1]:
+    for lin in net.layers[:-1]:
         w = lin.weight.detach()
-        v = 0.5 * (w * w).sum(dim=1)
+        v = 0.5 * (w * w).reshape(w.shape[0], -1).sum(dim=1)
         if lin.bias is not None:
             v = v + 0.5 * lin.bias.detach() ** 2
         out.append(v)
@@ -127,7 +146,7 @@ def conserved_quantity(net: FeedbackNetwork) -> list[Tensor]:
     ICML 2024, the conservation law (Fig. 1); Du, Hu, Lee, NeurIPS 2018, for backprop's balancedness.
     """
     net = _check_net(net)
-    return [inc - potential(net, l + 1) for l, inc in enumerate(incoming_norms(net))]
+    return [inc - _per_unit(potential(net, l + 1), inc.numel()) for l, inc in enumerate(incoming_norms(net))]
 
 
 def layer_conserved_quantity(net: FeedbackNetwork) -> Tensor:
@@ -166,14 +185,14 @@ def alignment_angles(net: FeedbackNetwork) -> list[float]:
     """
     net = _check_net(net)
     out = []
-    for j in range(1, len(net.linears)):
+    for j in range(1, len(net.layers)):
         b = net.feedback_matrix(j)
-        w = net.linears[j].weight.detach()
-        if b.shape != w.T.shape:
+        wt = transpose(net.layers[j].weight.detach())
+        if b.shape != wt.shape:
             out.append(math.nan)
             continue
-        denom = float(b.norm() * w.norm())
-        out.append(float((b * w.T).sum()) / denom if denom > 0 else math.nan)
+        denom = float(b.norm() * wt.norm())
+        out.append(float((b * wt).sum()) / denom if denom > 0 else math.nan)
     return out
 
 
@@ -224,7 +243,7 @@ def update_alignment(net: FeedbackNetwork, x: Tensor, y: Tensor, loss: str = "cr
     if not isinstance(x, Tensor) or not isinstance(y, Tensor) or y.dim() != 1 or x.shape[0] != y.shape[0]:
         raise InputError("x must be a (n, ...) tensor and y an (n,) tensor of labels")
     lf = loss_fn(loss)
-    groups = [[p for p in (lin.weight, lin.bias) if p is not None and p.requires_grad] for lin in net.linears]
+    groups = [[p for p in (lin.weight, lin.bias) if p is not None and p.requires_grad] for lin in net.layers]
     params = [p for g in groups for p in g]
     if not params:
         raise InputError("net has no trainable parameters")

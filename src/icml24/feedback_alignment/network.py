@@ -1,16 +1,23 @@
-"""Train a stack of ``torch.nn.Linear`` layers under a chosen learning rule, with ordinary PyTorch optimizers.
+"""Train a stack of Linear and Conv2d layers under a chosen learning rule, with ordinary PyTorch optimizers.
 
-:class:`FeedbackNetwork` wraps an ``nn.Sequential`` of Linear layers and elementwise activations. Its
-forward pass computes exactly what the model computes; its backward pass (a custom
-:class:`torch.autograd.Function` per Linear layer) gives each weight and bias the update of the chosen
-rule, ``dW_j = e_j h_{j-1}^T`` and ``db_j = e_j`` summed over the batch, where the error ``e_j`` reaching
-layer ``j`` was sent down by the layer above through its *feedback* matrix instead of ``W^T`` (see
-:mod:`.rules`). ``loss.backward()`` then fills ``.grad`` with the rule's update direction and any
-``torch.optim`` optimizer applies it. The feedback matrices are buffers, never parameters: no optimizer
-ever changes them.
+:class:`FeedbackNetwork` wraps an ``nn.Sequential`` of ``Linear`` and ``Conv2d`` layers, elementwise
+activations, average or max pooling and ``Flatten``. Its forward pass computes exactly what the model
+computes; its backward pass (a custom :class:`torch.autograd.Function` per weighted layer) gives each weight
+and bias the update of the chosen rule, ``dW_j = e_j h_{j-1}^T`` and ``db_j = e_j`` summed over the batch
+(for a convolution, summed over positions too), where the error ``e_j`` reaching layer ``j`` was sent down
+by the layer above through its *feedback* instead of ``W^T`` (a convolution: the transposed convolution
+with a feedback kernel of shape ``(in_c, out_c, kh, kw)``; see :mod:`.rules`). ``loss.backward()`` then
+fills ``.grad`` with the rule's update direction and any ``torch.optim`` optimizer applies it. Fixed feedback
+(FA, DFA, frSF) is a buffer, never a parameter; the learned feedback of Kolen-Pollack and the weight mirror
+is an ``nn.Parameter`` the optimizer updates with the gradient the backward pass gives it.
 
-References: Lillicrap et al. 2016 (FA); Nokland 2016 (DFA); Liao et al. 2016 (uSF, frSF); the conservation
-law these rules obey is in :mod:`.diagnostics` (Robertson & Koyejo, ICML 2024).
+Pooling and flattening pass errors back exactly (they have no weights). The conservation law holds through
+them: average and max pooling act channel by channel and are positively homogeneous, so a convolution's
+*channel* plays the role of a neuron (see :mod:`.diagnostics`).
+
+References: Lillicrap et al. 2016 (FA); Nokland 2016 (DFA); Liao et al. 2016 (uSF, frSF, brSF); Akrout et
+al. 2019 (Kolen-Pollack, weight mirror); the conservation law these rules obey is in :mod:`.diagnostics`
+(Robertson & Koyejo, ICML 2024).
 """
 
 from __future__ import annotations
@@ -24,15 +31,21 @@ from torch import nn
 
 from ..errors import InputError
 from ..validation import check_bool, check_float, check_int, check_seed
-from .baselines import BACKPROP, DFA, FRSF, USF
-from .rules import FA, Rule
+from .baselines import BACKPROP, BRSF, DFA, FRSF, KOLEN_POLLACK, SQRT_2_OVER_PI, USF, WEIGHT_MIRROR
+from .rules import FA, Rule, transpose
 
 Tensor = torch.Tensor
 
-RULES: dict[str, Rule] = {r.name: r for r in (BACKPROP, FA, DFA, USF, FRSF)}
+RULES: dict[str, Rule] = {r.name: r for r in (BACKPROP, FA, DFA, USF, FRSF, BRSF, KOLEN_POLLACK, WEIGHT_MIRROR)}
 
 #: activations with sigma'(z) z = sigma(z): the conservation law holds through them
 HOMOGENEOUS = (nn.ReLU, nn.LeakyReLU, nn.Identity)
+#: weightless, channel-wise, positively homogeneous maps between convolutions: errors pass back exactly
+POOLING = (nn.AvgPool2d, nn.MaxPool2d)
+#: the layers with weights, whose backward pass the rule replaces
+WEIGHTED = (nn.Linear, nn.Conv2d)
+#: noise inputs per forward pass of the weight mirror (Akrout et al. 2019)
+MIRROR_SAMPLES = 64
 #: other elementwise activations, accepted with ``homogeneous=False`` (the rules train, the law fails)
 ELEMENTWISE = (nn.Tanh, nn.Sigmoid, nn.GELU, nn.SiLU, nn.ELU, nn.Softplus, nn.Hardtanh)
 
@@ -71,12 +84,34 @@ class _OutputError:
         self.e: Optional[Tensor] = None
 
 
-class FeedbackLinearFunction(torch.autograd.Function):
-    """``z = x W^T + b`` forward; backward sends ``e B^T`` down instead of ``e W``.
+def _fan_in(layer: nn.Module) -> int:
+    w = layer.weight
+    return int(w[0].numel())
 
-    ``backward`` reads only the saved input ``x``, the feedback ``B`` and the incoming error: never ``W``.
-    With ``store`` given (DFA), the output layer writes its error ``e_L`` there and every hidden layer sends
-    ``e_L B^T`` down instead of its own error.
+
+def _out_units(layer: nn.Module) -> int:
+    return int(layer.weight.shape[0])
+
+
+def _in_units(layer: nn.Module) -> int:
+    return int(layer.weight.shape[1])
+
+
+def _conv_args(layer: nn.Module) -> Optional[tuple]:
+    if isinstance(layer, nn.Conv2d):
+        return (layer.stride, layer.padding, layer.dilation)
+    return None
+
+
+class FeedbackFunction(torch.autograd.Function):
+    """A Linear (``z = x W^T + b``) or Conv2d layer forward; backward sends the error down through the feedback.
+
+    ``backward`` reads only the saved input ``x``, the feedback ``B`` and the incoming error: never ``W``. For
+    a Linear layer it sends ``e B^T``; for a convolution the transposed convolution of ``e`` with the kernel
+    ``B.transpose(0, 1)`` (``B`` has shape ``(in_c, out_c, kh, kw)``). With ``store`` given (DFA), the output
+    layer writes its error ``e_L`` there and every hidden layer sends ``e_L B^T`` (reshaped to its input)
+    down instead. When the feedback is learned, its gradient is ``(grad W)^T`` (``learn="kp"``,
+    Kolen-Pollack) or the weight-mirror term ``mirror`` computed in the forward pass (``learn="wm"``).
     """
 
     @staticmethod
@@ -88,22 +123,43 @@ class FeedbackLinearFunction(torch.autograd.Function):
         feedback: Tensor,
         store: Optional[_OutputError],
         is_output: bool,
+        conv: Optional[tuple],
+        learn: Optional[str],
+        mirror: Optional[Tensor],
     ) -> Tensor:
         ctx.save_for_backward(x, feedback)
         ctx.has_bias = bias is not None
         ctx.store = store
         ctx.is_output = is_output
-        return F.linear(x, weight, bias)
+        ctx.conv = conv
+        ctx.learn = learn
+        ctx.mirror = mirror
+        ctx.weight_shape = weight.shape
+        if conv is None:
+            return F.linear(x, weight, bias)
+        return F.conv2d(x, weight, bias, *conv)
 
     @staticmethod
     def backward(ctx, grad_out: Tensor):
         x, feedback = ctx.saved_tensors
-        e = grad_out.reshape(-1, grad_out.shape[-1])
-        grad_x = grad_w = grad_b = None
-        if ctx.needs_input_grad[1]:
-            grad_w = e.T @ x.reshape(-1, x.shape[-1])
-        if ctx.has_bias and ctx.needs_input_grad[2]:
-            grad_b = e.sum(dim=0)
+        conv = ctx.conv
+        grad_x = grad_w = grad_b = grad_fb = None
+        if conv is None:
+            e = grad_out.reshape(-1, grad_out.shape[-1])
+            if ctx.needs_input_grad[1] or ctx.learn == "kp":
+                grad_w = e.T @ x.reshape(-1, x.shape[-1])
+            if ctx.has_bias and ctx.needs_input_grad[2]:
+                grad_b = e.sum(dim=0)
+        else:
+            e = grad_out
+            if ctx.needs_input_grad[1] or ctx.learn == "kp":
+                grad_w = torch.nn.grad.conv2d_weight(x, ctx.weight_shape, e, *conv)
+            if ctx.has_bias and ctx.needs_input_grad[2]:
+                grad_b = e.sum(dim=(0, 2, 3))
+        if ctx.needs_input_grad[3]:
+            grad_fb = transpose(grad_w) if ctx.learn == "kp" else ctx.mirror
+        if ctx.learn == "kp" and not ctx.needs_input_grad[1]:
+            grad_w = None
         store = ctx.store
         if store is not None and ctx.is_output:
             store.e = e
@@ -111,9 +167,33 @@ class FeedbackLinearFunction(torch.autograd.Function):
             if store is not None and not ctx.is_output:
                 if store.e is None:  # pragma: no cover - autograd runs the output layer first
                     raise RuntimeError("DFA: the output error was not recorded before a hidden layer's backward")
-                e = store.e
-            grad_x = (e @ feedback.T).reshape(x.shape)
-        return grad_x, grad_w, grad_b, None, None, None
+                grad_x = (store.e @ feedback.T).reshape(x.shape)
+            elif conv is None:
+                grad_x = (e @ feedback.T).reshape(x.shape)
+            else:
+                grad_x = torch.nn.grad.conv2d_input(x.shape, transpose(feedback), e, *conv)
+        return grad_x, grad_w, grad_b, grad_fb, None, None, None, None, None
+
+
+#: the former name, from when only Linear layers were supported
+FeedbackLinearFunction = FeedbackFunction
+
+
+@torch.no_grad()
+def _mirror_term(weight: Tensor, feedback: Tensor, gen: torch.Generator, samples: int) -> Tensor:
+    """The weight mirror's gradient for ``B``: ``B - xi^T (W xi) / n`` for ``xi ~ N(0, I)``, in ``B``'s shape.
+
+    Its expectation ``B - W^T`` is the gradient of ``1/2 ||B - W^T||^2``: the mirror's Hebbian term with its decay
+    (Akrout et al. 2019, Eq. 6, with the decay rate equal to the mirror's learning rate).
+    """
+    w = weight.detach()
+    flat = w.reshape(w.shape[0], -1)  # (out, fan_in), fan_in ordered (in, kh, kw)
+    xi = torch.randn(samples, flat.shape[1], generator=gen, dtype=torch.float64).to(w.dtype)
+    g = -(xi.T @ (xi @ flat.T)) / samples  # (fan_in, out)
+    if w.dim() > 2:
+        g = g.reshape(w.shape[1], *w.shape[2:], w.shape[0])  # (in, kh, kw, out)
+        g = g.permute(0, g.dim() - 1, *range(1, g.dim() - 1))
+    return feedback.detach() + g
 
 
 # ------------------------------------------------------------------------------------------ the wrapper
@@ -134,16 +214,26 @@ def _check_stack(model: object, homogeneous: bool) -> list[nn.Module]:
         )
     if not isinstance(model, nn.Sequential):
         raise InputError(
-            f"model must be a torch.nn.Sequential of Linear layers and activations, got {type(model).__name__}"
+            f"model must be a torch.nn.Sequential of Linear/Conv2d layers and activations, got {type(model).__name__}"
         )
     mods = _flatten(model)
-    allowed = HOMOGENEOUS + (() if homogeneous else ELEMENTWISE)
+    allowed = HOMOGENEOUS + POOLING + (() if homogeneous else ELEMENTWISE)
     seen_linear = False
     for i, m in enumerate(mods):
         if isinstance(m, nn.Linear):
             seen_linear = True
+        elif isinstance(m, nn.Conv2d):
+            if seen_linear:
+                raise InputError(f"model layer {i} (Conv2d) comes after a Linear layer", "convolutions come first")
+            if m.groups != 1 or m.padding_mode != "zeros" or isinstance(m.padding, str):
+                raise InputError(
+                    f"model layer {i} (Conv2d) must have groups=1, padding_mode='zeros' and integer padding",
+                    "the feedback kernel is defined for plain convolutions",
+                )
         elif isinstance(m, nn.Flatten) and not seen_linear:
             continue
+        elif isinstance(m, POOLING) and seen_linear:
+            raise InputError(f"model layer {i} ({type(m).__name__}) comes after a Linear layer")
         elif isinstance(m, allowed):
             continue
         elif isinstance(m, ELEMENTWISE):
@@ -154,10 +244,11 @@ def _check_stack(model: object, homogeneous: bool) -> list[nn.Module]:
         else:
             raise InputError(
                 f"model layer {i} ({type(m).__name__}) is not supported",
-                "use nn.Linear layers with ReLU, LeakyReLU or Identity between them "
-                "(nn.Flatten only before the first Linear)",
+                "use nn.Linear / nn.Conv2d layers with ReLU, LeakyReLU or Identity between them, "
+                "AvgPool2d / MaxPool2d after convolutions, and nn.Flatten only before the first Linear",
             )
-    linears = [m for m in mods if isinstance(m, nn.Linear)]
+    layers = [m for m in mods if isinstance(m, WEIGHTED)]
+    linears = [m for m in layers if isinstance(m, nn.Linear)]
     if not linears:
         raise InputError("model has no nn.Linear layer")
     if not isinstance(mods[-1], nn.Linear):
@@ -165,50 +256,65 @@ def _check_stack(model: object, homogeneous: bool) -> list[nn.Module]:
             f"model must end with an nn.Linear layer, not {type(mods[-1]).__name__}",
             "leave the softmax to the loss (F.cross_entropy)",
         )
-    if len({id(m) for m in linears}) != len(linears):
-        raise InputError("model uses the same nn.Linear layer twice", "feedback is defined per layer")
-    for j, lin in enumerate(linears):
-        if not lin.weight.is_floating_point():
-            raise InputError(f"model Linear layer {j} has a non-floating weight ({lin.weight.dtype})")
-        if j and lin.in_features != linears[j - 1].out_features:
+    if len({id(m) for m in layers}) != len(layers):
+        raise InputError("model uses the same layer twice", "feedback is defined per layer")
+    for j, lay in enumerate(layers):
+        kind = type(lay).__name__
+        if not lay.weight.is_floating_point():
+            raise InputError(f"model {kind} layer {j} has a non-floating weight ({lay.weight.dtype})")
+        if j and _in_units(lay) != _out_units(layers[j - 1]) and not isinstance(layers[j - 1], nn.Conv2d):
             raise InputError(
-                f"model Linear layer {j} takes {lin.in_features} features but layer {j - 1} gives "
-                f"{linears[j - 1].out_features}"
+                f"model Linear layer {j} takes {_in_units(lay)} features but layer {j - 1} gives "
+                f"{_out_units(layers[j - 1])}"
+            )
+        if j and isinstance(layers[j - 1], nn.Conv2d) and _in_units(lay) % _out_units(layers[j - 1]):
+            raise InputError(
+                f"model {kind} layer {j} takes {_in_units(lay)} inputs, not a multiple of the "
+                f"{_out_units(layers[j - 1])} channels of layer {j - 1}"
             )
     return mods
 
 
 class FeedbackNetwork(nn.Module):
-    """A stack of Linear layers trained by a chosen learning rule, through ordinary autograd and optimizers.
+    """A stack of Linear (and Conv2d) layers trained by a chosen learning rule, through ordinary autograd.
 
     Parameters
     ----------
     model : nn.Sequential
-        Linear layers with ``ReLU``, ``LeakyReLU`` or ``Identity`` between them (positively homogeneous,
-        ``sigma'(z) z = sigma(z)``, as the conservation law requires), ending with a Linear layer (the
-        logits ``z_L``; leave the softmax to the loss). ``nn.Flatten`` may come first. Nested Sequentials are
-        flattened. The model's parameters are shared, not copied: the wrapper trains them in place.
+        ``Conv2d`` layers (``groups=1``, zero padding) with ``AvgPool2d`` / ``MaxPool2d`` between them, then
+        ``Flatten`` and ``Linear`` layers; ``ReLU``, ``LeakyReLU`` or ``Identity`` between weighted layers
+        (positively homogeneous, ``sigma'(z) z = sigma(z)``, as the conservation law requires); ending with a
+        Linear layer (the logits ``z_L``; leave the softmax to the loss). Nested Sequentials are flattened. The
+        model's parameters are shared, not copied: the wrapper trains them in place.
     rule : str
-        ``"fa"`` (default), ``"backprop"``, ``"dfa"``, ``"usf"`` or ``"frsf"`` (see :mod:`.rules`).
+        ``"fa"`` (default), ``"backprop"``, ``"dfa"``, ``"usf"``, ``"frsf"``, ``"brsf"``, ``"kp"``
+        (Kolen-Pollack) or ``"wm"`` (weight mirror, the adaptive variant); see :mod:`.rules`.
     seed : int
-        Seed of the fixed random feedback matrices (a private ``torch.Generator``; no global RNG state).
+        Seed of the random feedback (a private ``torch.Generator``; no global RNG state): the fixed matrices,
+        brSF's per-batch magnitudes, the weight mirror's noise.
     feedback : sequence of tensors, optional
-        Your own fixed matrices, one per Linear layer, instead of random ones: shape ``(in_j, out_j)`` (the
-        shape of ``W_j^T``) for FA and frSF, ``(in_j, n_L)`` for DFA. Not accepted by backprop and uSF, whose
-        feedback follows the weights.
+        Your own matrices, one per weighted layer, instead of random ones: the shape of ``W_j^T`` (Linear:
+        ``(in_j, out_j)``; Conv2d: ``(in_c, out_c, kh, kw)``) for FA, frSF (magnitudes: their absolute value
+        is used), Kolen-Pollack and the weight mirror (the initial ``B``); ``(numel of layer j's input, n_L)``
+        for DFA. Not accepted by backprop, uSF and brSF.
     feedback_std : float, optional
-        Standard deviation of the random feedback entries (and the scale ``s`` of uSF). Default
-        ``1/sqrt(in_j)`` per layer, the std of :func:`make_mlp`'s Gaussian weight init [inferred: the paper's PDF
-        may differ].
+        Standard deviation of the random feedback entries (and the scale ``s`` of uSF; brSF's ``|M|`` has
+        ``E|M| = s sqrt(2/pi)``). Default ``1/sqrt(fan_in_j)`` per layer, the std of :func:`make_mlp`'s and
+        :func:`make_cnn`'s Gaussian init [inferred: the paper's PDF may differ].
     homogeneous : bool
         True (default) refuses activations that are not positively homogeneous (the conservation law does
         not hold through them). False accepts Tanh, Sigmoid, GELU, SiLU, ELU, Softplus and Hardtanh too.
+    input_shape : sequence of int, optional
+        The shape of one example, e.g. ``(1, 28, 28)``: needed by DFA when the model has convolutions (its
+        feedback maps ``e_L`` to each layer's whole input).
 
     Notes
     -----
     ``loss.backward()`` fills each parameter's ``.grad`` with the rule's update direction ``u`` (for
     backprop the gradient ``g``); only the output layer always gets its exact gradient. The first layer's
     feedback only shapes the error sent to the *input*, which is computed only if ``x.requires_grad``.
+    Kolen-Pollack's and the weight mirror's ``B`` are parameters of this wrapper (not of ``model``): give the
+    optimizer ``net.parameters()`` and, for Kolen-Pollack's decay of ``W - B^T``, a ``weight_decay``.
     """
 
     def __init__(
@@ -220,6 +326,7 @@ class FeedbackNetwork(nn.Module):
         feedback: Optional[Sequence[Tensor]] = None,
         feedback_std: Optional[float] = None,
         homogeneous: bool = True,
+        input_shape: Optional[Sequence[int]] = None,
     ) -> None:
         super().__init__()
         homogeneous = check_bool(homogeneous, "homogeneous")
@@ -233,82 +340,168 @@ class FeedbackNetwork(nn.Module):
         self.seed = seed
         self.homogeneous = homogeneous
         self._plan = mods
-        self._linears = [m for m in mods if isinstance(m, nn.Linear)]
-        n_out = self._linears[-1].out_features
+        self._layers = [m for m in mods if isinstance(m, WEIGHTED)]
         self.scales: list[float] = [
-            float(feedback_std) if feedback_std is not None else 1.0 / math.sqrt(l.in_features) for l in self._linears
+            float(feedback_std) if feedback_std is not None else 1.0 / math.sqrt(_fan_in(l)) for l in self._layers
         ]
-        shapes = [(l.in_features, n_out if self.rule.direct else l.out_features) for l in self._linears]
+        shapes = self._shapes(input_shape)
         if feedback is not None and not self.rule.draws:
             raise InputError(
                 f"feedback: rule {self.rule.name!r} has no fixed feedback matrices",
-                "its feedback follows the weights; use rule='fa', 'dfa' or 'frsf'",
+                "its feedback follows the weights; use rule='fa', 'dfa', 'frsf', 'kp' or 'wm'",
             )
+        self._gen = torch.Generator(device="cpu").manual_seed(seed + 7919)  # brSF magnitudes, mirror noise
+        self._magnitudes: list[Tensor] = []
         if self.rule.draws:
             mats = self._check_feedback(feedback, shapes) if feedback is not None else self._draw(shapes)
             if self.rule is FRSF:  # only the magnitudes matter: store |M| once
                 mats = [m.abs() for m in mats]
             for j, m in enumerate(mats):
-                self.register_buffer(f"feedback_{j}", m)
+                if self.rule.learned:
+                    self.register_parameter(f"feedback_{j}", nn.Parameter(m))
+                else:
+                    self.register_buffer(f"feedback_{j}", m)
+        if self.rule.redraws:
+            self._redraw()
 
     # -- construction helpers
-    def _check_feedback(self, feedback: Sequence[Tensor], shapes: list[tuple[int, int]]) -> list[Tensor]:
+    def _shapes(self, input_shape: Optional[Sequence[int]]) -> list[tuple[int, ...]]:
+        if not self.rule.direct:
+            return [tuple(transpose(l.weight).shape) for l in self._layers]
+        n_out = self._layers[-1].out_features
+        if not any(isinstance(l, nn.Conv2d) for l in self._layers):
+            return [(l.in_features, n_out) for l in self._layers]
+        if (
+            input_shape is None
+            or isinstance(input_shape, (str, bytes))
+            or not isinstance(input_shape, Sequence)
+            or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in input_shape)
+        ):
+            raise InputError(
+                f"input_shape must be the shape of one example (positive integers), got {input_shape!r}",
+                "DFA with convolutions sends e_L to each layer's whole input: give input_shape=(C, H, W)",
+            )
+        sizes: list[int] = []
+        hooks = [l.register_forward_pre_hook(lambda m, a: sizes.append(a[0][0].numel())) for l in self._layers]
+        try:
+            w = self._layers[0].weight
+            with torch.no_grad():
+                self.model(torch.zeros(1, *input_shape, dtype=w.dtype, device=w.device))
+        except RuntimeError as err:
+            raise InputError(f"input_shape {tuple(input_shape)} does not fit the model: {err}") from None
+        finally:
+            for h in hooks:
+                h.remove()
+        return [(n, n_out) for n in sizes]
+
+    def _check_feedback(self, feedback: Sequence[Tensor], shapes: list[tuple[int, ...]]) -> list[Tensor]:
         if isinstance(feedback, Tensor) or not isinstance(feedback, Iterable):
-            raise InputError("feedback must be a sequence of tensors, one per Linear layer")
+            raise InputError("feedback must be a sequence of tensors, one per weighted layer")
         feedback = list(feedback)
         if len(feedback) != len(shapes):
             raise InputError(f"feedback has {len(feedback)} matrices for {len(shapes)} Linear layers")
         out = []
         for j, (b, shape) in enumerate(zip(feedback, shapes)):
-            w = self._linears[j].weight
+            w = self._layers[j].weight
             if not isinstance(b, Tensor):
                 raise InputError(f"feedback[{j}] must be a tensor, got {type(b).__name__}")
             if tuple(b.shape) != shape:
                 raise InputError(
                     f"feedback[{j}] has shape {tuple(b.shape)}, expected {shape}",
-                    "DFA: (in_features, output width)"
+                    "DFA: (size of the layer's input, output width)"
                     if self.rule.direct
-                    else "the shape of W^T: (in_features, out_features)",
+                    else "the shape of W^T: (in_features, out_features) or (in_c, out_c, kh, kw)",
                 )
             if not b.is_floating_point() or not bool(torch.isfinite(b).all()):
                 raise InputError(f"feedback[{j}] must be a finite floating-point tensor")
             out.append(b.detach().to(dtype=w.dtype, device=w.device).clone())
         return out
 
-    def _draw(self, shapes: list[tuple[int, int]]) -> list[Tensor]:
+    def _draw(self, shapes: list[tuple[int, ...]]) -> list[Tensor]:
         gen = torch.Generator(device="cpu").manual_seed(self.seed)
         out = []
-        for lin, shape, std in zip(self._linears, shapes, self.scales):
+        for lin, shape, std in zip(self._layers, shapes, self.scales):
             b = torch.randn(shape, generator=gen, dtype=torch.float64) * std
             out.append(b.to(dtype=lin.weight.dtype, device=lin.weight.device))
         return out
 
+    def _redraw(self) -> None:
+        """brSF: new magnitudes ``|M_j| ~ |N(0, s_j^2)|`` for every layer, from the private generator."""
+        self._magnitudes = []
+        for lay, std in zip(self._layers, self.scales):
+            w = lay.weight
+            m = torch.randn(tuple(transpose(w).shape), generator=self._gen, dtype=torch.float64).abs_() * std
+            self._magnitudes.append(m.to(dtype=w.dtype, device=w.device))
+
     # -- accessors
     @property
+    def layers(self) -> list[nn.Module]:
+        """The weighted layers (``nn.Linear`` and ``nn.Conv2d``), input to output."""
+        return list(self._layers)
+
+    @property
     def linears(self) -> list[nn.Linear]:
-        """The Linear layers, input to output."""
-        return list(self._linears)
+        """The ``nn.Linear`` layers, input to output (for an MLP, all of :attr:`layers`)."""
+        return [l for l in self._layers if isinstance(l, nn.Linear)]
 
     @property
     def fixed_feedback(self) -> Optional[list[Tensor]]:
-        """The fixed random matrices (FA, DFA: the feedback itself; frSF: the magnitudes ``|M|``), else None."""
-        if not self.rule.draws:
+        """The fixed random matrices (FA, DFA: the feedback itself; frSF: the magnitudes ``|M|``), else None.
+
+        None as well for the learned feedback of Kolen-Pollack and the weight mirror (see :meth:`feedback_matrix`).
+        """
+        if not self.rule.draws or self.rule.learned:
             return None
-        return [getattr(self, f"feedback_{j}") for j in range(len(self._linears))]
+        return [getattr(self, f"feedback_{j}") for j in range(len(self._layers))]
 
     def feedback_matrix(self, j: int) -> Tensor:
-        """A copy of the matrix ``B_j`` layer ``j``'s backward pass uses now; ``W_j^T`` for backprop."""
-        n = len(self._linears)
+        """A copy of the feedback ``B_j`` layer ``j``'s backward pass uses now.
+
+        ``W_j^T`` for backprop; for brSF the signs of the current ``W_j`` with the magnitudes of the latest
+        forward pass; for a convolution a kernel of shape ``(in_c, out_c, kh, kw)``.
+
+        Parameters
+        ----------
+        j : int
+            Index of the weighted layer (negative indices count from the end).
+
+        Returns
+        -------
+        torch.Tensor
+        """
+        n = len(self._layers)
         j = check_int(j, "layer index", min_val=-n, max_val=n - 1)
-        return self._feedback(j % len(self._linears)).clone()
+        return self._feedback(j % n).detach().clone()
+
+    def _stored(self, j: int) -> Optional[Tensor]:
+        if self.rule.redraws:
+            return self._magnitudes[j]
+        return getattr(self, f"feedback_{j}") if self.rule.draws else None
 
     def _feedback(self, j: int) -> Tensor:
-        m = getattr(self, f"feedback_{j}") if self.rule.draws else None
-        return self.rule.feedback(self._linears[j].weight.detach(), m, self.scales[j])
+        return self.rule.feedback(self._layers[j].weight.detach(), self._stored(j), self.scales[j])
 
     def feedback_matrices(self) -> list[Tensor]:
-        """``[B_1, ..., B_L]`` as the backward pass would use them now."""
-        return [self.feedback_matrix(j) for j in range(len(self._linears))]
+        """``[B_1, ..., B_L]`` as the backward pass would use them now.
+
+        Returns
+        -------
+        list of torch.Tensor
+        """
+        return [self.feedback_matrix(j) for j in range(len(self._layers))]
+
+    def expected_magnitude(self, j: int) -> float:
+        """``E|M_j|`` of brSF's magnitudes (``s_j sqrt(2/pi)``), the scale of its expected potential.
+
+        Parameters
+        ----------
+        j : int
+
+        Returns
+        -------
+        float
+        """
+        return self.scales[j] * SQRT_2_OVER_PI
 
     # -- forward
     def forward(self, x: Tensor) -> Tensor:
@@ -316,19 +509,31 @@ class FeedbackNetwork(nn.Module):
             raise InputError(f"x must be a torch.Tensor, got {type(x).__name__}")
         if not x.is_floating_point():
             raise InputError(f"x must be a floating-point tensor, got {x.dtype}")
-        first = self._linears[0]
-        if not isinstance(self._plan[0], nn.Flatten) and (x.dim() == 0 or x.shape[-1] != first.in_features):
+        first = self._layers[0]
+        if isinstance(self._plan[0], nn.Linear) and (x.dim() == 0 or x.shape[-1] != first.in_features):
             raise InputError(f"x has shape {tuple(x.shape)}, expected (..., {first.in_features})")
+        if isinstance(self._plan[0], nn.Conv2d) and (x.dim() != 4 or x.shape[1] != first.in_channels):
+            raise InputError(f"x has shape {tuple(x.shape)}, expected (n, {first.in_channels}, H, W)")
         if self.rule.exact:
             return self.model(x)
+        grad = torch.is_grad_enabled()
+        if self.rule.redraws and grad:
+            self._redraw()
         store = _OutputError() if self.rule.direct else None
-        last = len(self._linears) - 1
+        last = len(self._layers) - 1
+        learn = self.rule.name if self.rule.learned else None
         j = 0
         h = x
         for m in self._plan:
-            if isinstance(m, nn.Linear):
-                b = self._feedback(j)
-                h = FeedbackLinearFunction.apply(h, m.weight, m.bias, b, store, j == last)
+            if isinstance(m, WEIGHTED):
+                if self.rule.learned:
+                    b = getattr(self, f"feedback_{j}")
+                else:
+                    b = self._feedback(j)
+                mirror = None
+                if learn == "wm" and grad:
+                    mirror = _mirror_term(m.weight, b, self._gen, MIRROR_SAMPLES)
+                h = FeedbackFunction.apply(h, m.weight, m.bias, b, store, j == last, _conv_args(m), learn, mirror)
                 j += 1
             else:
                 h = m(h)
@@ -406,13 +611,100 @@ def make_mlp(
     return nn.Sequential(*layers)
 
 
+def make_cnn(
+    in_channels: int = 1,
+    image_size: int = 28,
+    channels: Sequence[int] = (8, 16),
+    n_classes: int = 10,
+    *,
+    kernel_size: int = 3,
+    pool: str = "avg",
+    init_scale: float = 1.0,
+    seed: int = 0,
+    dtype: torch.dtype = torch.float32,
+) -> nn.Sequential:
+    """A small CNN: ``[Conv2d(k, padding k//2) -> ReLU -> 2x2 pool] x len(channels) -> Flatten -> Linear``.
+
+    Gaussian init ``W ~ N(0, init_scale^2 / fan_in)`` (``fan_in = in_c kh kw``), zero biases, from a private
+    generator: the setting of the Fashion-MNIST comparison (:func:`~.experiments.fashion_mnist_cnn`).
+
+    Parameters
+    ----------
+    in_channels : int, default 1
+    image_size : int, default 28
+        Height and width of the input; divisible by ``2 ** len(channels)``.
+    channels : sequence of int, default (8, 16)
+        Output channels of the convolutions.
+    n_classes : int, default 10
+    kernel_size : int, default 3
+        Odd.
+    pool : {"avg", "max"}, default "avg"
+    init_scale : float, default 1.0
+    seed : int, default 0
+    dtype : torch.dtype, default torch.float32
+
+    Returns
+    -------
+    torch.nn.Sequential
+    """
+    in_channels = check_int(in_channels, "in_channels", min_val=1)
+    image_size = check_int(image_size, "image_size", min_val=1)
+    n_classes = check_int(n_classes, "n_classes", min_val=2)
+    kernel_size = check_int(kernel_size, "kernel_size", min_val=1)
+    if kernel_size % 2 == 0:
+        raise InputError(f"kernel_size must be odd, got {kernel_size}")
+    if (
+        isinstance(channels, (str, bytes))
+        or not isinstance(channels, Sequence)
+        or len(channels) < 1
+        or any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in channels)
+    ):
+        raise InputError(f"channels must be one or more positive integers, got {channels!r}")
+    if image_size % (2 ** len(channels)):
+        raise InputError(f"image_size {image_size} must be divisible by 2**len(channels) = {2 ** len(channels)}")
+    if pool not in ("avg", "max"):
+        raise InputError(f"pool must be 'avg' or 'max', got {pool!r}")
+    init_scale = check_float(init_scale, "init_scale", min_val=0.0, include_boundaries="right")
+    seed = check_seed(seed)
+    if dtype not in (torch.float32, torch.float64):
+        raise InputError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    layers: list[nn.Module] = []
+    c_in, side = in_channels, image_size
+    for c in channels:
+        conv = nn.Conv2d(c_in, c, kernel_size, padding=kernel_size // 2, dtype=dtype)
+        layers += [conv, nn.ReLU(), nn.AvgPool2d(2) if pool == "avg" else nn.MaxPool2d(2)]
+        c_in, side = c, side // 2
+    layers += [nn.Flatten(), nn.Linear(c_in * side * side, n_classes, dtype=dtype)]
+    with torch.no_grad():
+        for m in layers:
+            if isinstance(m, WEIGHTED):
+                fan_in = m.weight[0].numel()
+                m.weight.copy_(
+                    torch.randn(m.weight.shape, generator=gen, dtype=torch.float64) * (init_scale / math.sqrt(fan_in))
+                )
+                m.bias.zero_()
+    return nn.Sequential(*layers)
+
+
 @torch.no_grad()
 def align_init_(net: FeedbackNetwork, strength: float) -> FeedbackNetwork:
     """Start closer to alignment: ``W_j <- (1 - lam) W_j + lam c B_j^T``, rescaled to keep ``||W_j||``.
 
     Applied to every layer whose feedback reaches a hidden layer (``j >= 2``), with ``c = ||W_j|| / ||B_j||``.
     The "better-aligned initialisation" arm of the multi-class claim ([inferred]: the paper's exact scheme is
-    in its PDF; we keep the norm so that only the direction changes). FA only (DFA: its last layer only).
+    in its PDF). FA only (DFA: its last layer only).
+
+    Why mix ``B^T`` into ``W`` (the issue asked us to justify it): the claim is causal, "better alignment,
+    better multi-class FA", so the arm must change the alignment ``cos(B, W^T)`` and nothing else. Alignment
+    is a relation between ``W`` and ``B``: any intervention on it moves one toward the other. This one leaves
+    the *distribution* of ``W`` unchanged: with :func:`make_mlp`'s init and the default ``feedback_std``,
+    ``W_j`` and ``B_j^T`` are independent Gaussian matrices of the same law (``c ~ 1``), their mix rescaled
+    to ``||W_j||`` is again a matrix of that law, only correlated with ``B_j`` (cosine about
+    ``lam / sqrt((1 - lam)^2 + lam^2)``, 0.71 at ``lam = 0.5``). Nor does it hand the network the task: ``B``
+    is random, unrelated to the data. The alternative, mixing ``W^T`` into ``B`` and keeping ``W``, we measured
+    too: at quick scale (10 classes, seeds 0-4) it gained +0.006 +- 0.006 (SE) accuracy over FA, within
+    noise, against +0.013 +- 0.004 for this one.
 
     Parameters
     ----------
@@ -433,6 +725,8 @@ def align_init_(net: FeedbackNetwork, strength: float) -> FeedbackNetwork:
         raise InputError(
             f"align_init_ needs fixed feedback of the shape of W^T; rule {net.rule.name!r} has none", "use rule='fa'"
         )
+    if any(isinstance(l, nn.Conv2d) for l in net.layers):
+        raise InputError("align_init_ supports MLPs (Linear layers only)")
     layers = range(1, len(net.linears)) if net.rule.name == "fa" else [len(net.linears) - 1]
     for j in layers:
         w = net.linears[j].weight
@@ -481,6 +775,7 @@ def train(
     batch_size: Optional[int] = None,
     seed: int = 0,
     callback: Optional[Callable[[int], None]] = None,
+    weight_decay: float = 0.0,
 ) -> list[float]:
     """Plain (stochastic) gradient descent with ``torch.optim.SGD`` under the network's rule.
 
@@ -506,6 +801,9 @@ def train(
         Seeds the minibatch draws.
     callback : callable, optional
         ``callback(step)``.
+    weight_decay : float, default 0.0
+        ``torch.optim.SGD``'s ``weight_decay``, applied to every parameter of ``net`` (Kolen-Pollack's and the
+        weight mirror's feedback too). Any positive value breaks the conservation law.
 
     Returns
     -------
@@ -534,8 +832,9 @@ def train(
     steps = check_int(steps, "steps", min_val=0)
     batch_size = check_int(batch_size, "batch_size", min_val=1, allow_none=True)
     seed = check_seed(seed)
+    weight_decay = check_float(weight_decay, "weight_decay", min_val=0.0)
     lf = loss_fn(loss)
-    opt = torch.optim.SGD(net.parameters(), lr=float(lr))
+    opt = torch.optim.SGD(net.parameters(), lr=float(lr), weight_decay=float(weight_decay))
     gen = torch.Generator(device="cpu").manual_seed(seed)
     y = y.long()
     losses = []
@@ -579,10 +878,15 @@ __all__ = [
     "RULES",
     "HOMOGENEOUS",
     "ELEMENTWISE",
+    "POOLING",
+    "WEIGHTED",
+    "MIRROR_SAMPLES",
+    "FeedbackFunction",
     "FeedbackLinearFunction",
     "FeedbackNetwork",
     "get_rule",
     "make_mlp",
+    "make_cnn",
     "align_init_",
     "train",
     "loss_fn",

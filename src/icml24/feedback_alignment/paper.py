@@ -11,8 +11,10 @@ on digits [deviation, stated in each claim's log].
    with tanh (not homogeneous) the drift does not shrink, as the theory says it must not.
 2. ``implicit-alignment``: from small initialisation the alignment ``cos(B, W^T)`` rises from chance to
    clearly positive together with the incoming norms; backprop, blind to ``B``, stays at chance.
-3. ``multiclass``: the FA-minus-backprop test-accuracy gap grows from 2 to 5 to 10 classes, and a
-   better-aligned initialisation narrows the 10-class gap (mean over seeds).
+3. ``multiclass``: over several seeds in one run, judged on paired per-seed differences with their standard
+   error: the backprop-minus-FA test-accuracy gap grows from 2 to 10 classes by more than 2 SE (and its mean
+   grows strictly 2 -> 5 -> 10), and a better-aligned initialisation raises FA's 10-class accuracy by more
+   than 2 SE.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ CHANCE_Z, ALIGNED_Z = 4.0, 8.0
 RANK_CORR_MIN = 0.9
 #: ``multiclass``: the class counts, in the order the gap must grow.
 CLASS_COUNTS = (2, 5, 10)
+#: ``multiclass``: a paired mean difference counts when it exceeds this many standard errors.
+MARGIN_SE = 2.0
 
 
 def conservation_holds(m: Mapping[str, float]) -> bool:
@@ -97,7 +101,10 @@ def alignment_holds(m: Mapping[str, float]) -> bool:
 
 
 def multiclass_holds(m: Mapping[str, float]) -> bool:
-    """``multiclass``: the backprop-minus-FA gap grows strictly with the classes; aligned FA narrows the last.
+    """``multiclass``: the gap grows beyond noise with the classes; aligned FA gains beyond noise at 10 classes.
+
+    Paired per-seed differences: ``gap_10 - gap_2`` and ``acc(aligned FA) - acc(FA)`` at 10 classes, each
+    with mean above :data:`MARGIN_SE` standard errors; the mean gaps also grow strictly 2 -> 5 -> 10.
 
     Parameters
     ----------
@@ -109,11 +116,13 @@ def multiclass_holds(m: Mapping[str, float]) -> bool:
     bool
     """
     gaps = [m[f"fa_gap_{k}c"] for k in CLASS_COUNTS]
-    aligned = m[f"aligned_fa_gap_{CLASS_COUNTS[-1]}c"]
-    if not finite(*gaps, aligned):
+    keys = ("gap_growth_10c_vs_2c", "gap_growth_se", "aligned_gain_10c", "aligned_gain_se", "seeds")
+    if not finite(*gaps, *(m[k] for k in keys)) or m["seeds"] < 3:
         return False
     grows = all(a < b for a, b in zip(gaps, gaps[1:]))
-    return grows and aligned < gaps[-1]
+    beyond = m["gap_growth_10c_vs_2c"] > MARGIN_SE * m["gap_growth_se"]
+    helps = m["aligned_gain_10c"] > MARGIN_SE * m["aligned_gain_se"]
+    return grows and beyond and helps
 
 
 CONSERVATION = Claim(
@@ -151,14 +160,16 @@ IMPLICIT_ALIGNMENT = Claim(
 MULTICLASS = Claim(
     key=f"{SLUG}/multiclass",
     statement=(
-        "On digits, the backprop-minus-FA test-accuracy gap (mean over seeds, same budget) grows strictly "
-        "from 2 to 5 to 10 classes, and a better-aligned initialisation of FA (W_l mixed half-and-half "
-        "with B_l^T, norm kept) makes the 10-class gap smaller."
+        "On digits, over several seeds in one run (same budget, arms sharing each seed's init), the "
+        "backprop-minus-FA test-accuracy gap grows from 2 to 10 classes by more than 2 standard errors of "
+        "the paired per-seed difference (and its mean grows strictly 2 -> 5 -> 10), and a better-aligned "
+        "initialisation of FA (W_l mixed half-and-half with B_l^T, norm and distribution kept) raises the "
+        "10-class accuracy by more than 2 SE of the paired difference."
     ),
     run="experiments:run_multiclass",
     holds=multiclass_holds,
-    headline="fa_gap_10c",
-    baseline="aligned_fa_gap_10c",
+    headline="aligned_fa_gap_10c",
+    baseline="fa_gap_10c",
     paper="Better alignment, better multi-class FA (MNIST, CIFAR-100, Tiny-ImageNet); no accuracies",
 )
 
