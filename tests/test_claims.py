@@ -95,3 +95,10 @@ def test_toy_claims_hold_and_fail_on_contradictions(tmp_path, monkeypatch):
         m = claim.measure(Scale.SMOKE, 0)
         flipped = {"ours": m["theirs"], "theirs": m["ours"]}
         check_claim(claim, [flipped])
+
+
+def test_measure_takes_numpy_seeds_and_refuses_text_metrics():
+    c = make(run=lambda s, seed: {"a": float(seed), "b": 0.5})
+    assert c.measure("smoke", np.int64(2)) == {"a": 2.0, "b": 0.5}
+    with pytest.raises(ClaimError, match="metric 'a' is str"):
+        validate_metrics(c, {"a": "0.5", "b": 0.0})

@@ -13,7 +13,7 @@ from icml24.claims import Claim, Method
 from icml24.cli import main
 from icml24.errors import InputError, RunDirError
 from icml24.runs import RunDir, note_substitution, save_figure
-from icml24.verify import aggregate, parse_seeds, verify
+from icml24.verify import aggregate, parse_seeds, text_table, verify
 
 
 def _by_seed(scale, seed):
@@ -95,7 +95,8 @@ def test_aggregate_and_records(tmp_path, toy):
     assert rows["substituted"]["substitutions"] == ["the real data is missing: a synthetic set stands in"]
     report = (outcome.run_dir.path / "report.md").read_text()
     assert "declared a finding: measured 0.0 vs 1.0" in report and "the paper: Fig. 1: 2x" in report
-    assert "seed 2, measured" in report and "![curve](curve.png)" in report
+    assert "seed 2, measured" in report and "![curve](seed1/curve.png)" in report  # one folder per seed
+    assert (outcome.run_dir.path / "seed2" / "curve.png").is_file()
     cfg = json.loads((outcome.run_dir.path / "config.json").read_text())
     assert cfg["seeds"] == [1, 2] and cfg["engine"] == "local"
     assert aggregate([]) == []
@@ -194,3 +195,39 @@ def test_verb_help_imports_no_torch():
     assert proc.returncode == 0, proc.stderr
     assert "--bounds" in proc.stdout and "--editor" in proc.stdout and "--lambda" in proc.stdout
     assert proc.stdout.strip().endswith("TORCH False")
+
+
+def test_aggregate_leaves_nan_and_missing_seeds_visible():
+    recs = [
+        {
+            "key": "m/c",
+            "slug": "m",
+            "claim": "c",
+            "seed": s,
+            "headline": "h",
+            "baseline": "b",
+            "headline_value": v,
+            "baseline_value": 1.0,
+            "holds": True,
+            "status": "holds",
+        }
+        for s, v in ((0, float("nan")), (1, 0.1), (2, 0.9))
+    ]
+    (row,) = aggregate(recs)
+    assert (row["headline_median"], row["headline_min"], row["headline_max"], row["headline_n"]) == (0.5, 0.1, 0.9, 2)
+    assert "h=0.5 [0.1, 0.9] (n=2/3)" in text_table(recs)
+    (row,) = aggregate(list(reversed(recs)))
+    assert row["headline_median"] == 0.5 and row["seeds"] == [0, 1, 2]
+
+
+def test_list_counts_verdicts_as_declared_over_seeds(tmp_path, toy, capsys):
+    verify(["toy_v/by-seed", "toy_v/finding"], scale="smoke", seeds=[0, 1], out=tmp_path, progress=False)
+    assert main(["list", "--runs", str(tmp_path)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("toy_v"))
+    # by-seed fails on seed 0 (not as declared); the finding does not reproduce (as declared)
+    assert row.split()[1:5] == ["implemented", "3", "1/2", "1"]
+
+
+def test_seed_flag_takes_one_seed(tmp_path, toy, capsys):
+    assert main(["verify", "toy_v/by-seed", "--seed", "3,4", "--out", str(tmp_path)]) == 2
+    assert "--seed takes one seed" in capsys.readouterr().err

@@ -206,10 +206,10 @@ class Claim:
         -------
         dict of str to float
         """
+        from .validation import check_seed
+
         scale = Scale.parse(scale)
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise InputError(f"seed must be a non-negative integer, got {seed!r}")
-        return validate_metrics(self, self.runner()(scale, seed))
+        return validate_metrics(self, self.runner()(scale, check_seed(seed)))
 
     def matches(self, holds: bool) -> bool:
         """Whether a verdict is the declared one (holds for a claim, fails for a finding).
@@ -268,6 +268,8 @@ def validate_metrics(claim: Claim, metrics: object) -> Metrics:
             raise ClaimError(f"claim {claim.key}: metric name {k!r} is not a string")
         if isinstance(v, bool):
             v = float(v)
+        if isinstance(v, (str, bytes)):
+            raise ClaimError(f"claim {claim.key}: metric {k!r} is {type(v).__name__}, not a number")
         try:
             out[k] = float(v)  # numpy and 0-d torch scalars convert; lists do not
         except (TypeError, ValueError):

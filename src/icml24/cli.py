@@ -122,6 +122,8 @@ def _cmd_verify(args) -> int:
         outcome = verify(resume=args.resume, debug=args.debug, engine=args.engine, address=args.address)
     else:
         scale = Scale.parse(args.scale if args.scale is not None else "quick")
+        if args.seed is not None and "," in str(args.seed):
+            raise InputError(f"--seed takes one seed, got {args.seed!r}", "use --seeds for several")
         raw = args.seeds if args.seeds is not None else (args.seed if args.seed is not None else "0")
         try:
             seeds = parse_seeds(raw)

@@ -301,6 +301,8 @@ def describe(slug: str) -> Method | None:
     """The :class:`Method` of ``slug`` read from its light ``paper.py`` (no torch), or None when planned.
 
     Its claims can be listed and counted; running them imports the method (``run`` strings resolve then).
+    Claims read light cannot be pickled (their ``holds`` lives in a module outside ``sys.modules``); once the
+    method is imported, this returns the imported ``METHOD``.
 
     Parameters
     ----------
@@ -313,6 +315,9 @@ def describe(slug: str) -> Method | None:
     slug = check_slug(slug)
     if slug in _EXTRA:
         return _EXTRA[slug]
+    loaded = sys.modules.get(f"icml24.{slug}.paper")  # the method is imported already: its own objects
+    if loaded is not None and isinstance(getattr(loaded, "METHOD", None), Method):
+        return loaded.METHOD
     module = load_light(slug, "paper")
     if module is None:
         return None

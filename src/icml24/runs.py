@@ -222,6 +222,9 @@ class RunDir:
 
     path: Path
 
+    def __post_init__(self) -> None:
+        self.path = Path(self.path)
+
     @classmethod
     def create(cls, out: str | os.PathLike, what: str, config: dict[str, Any]) -> "RunDir":
         """Make ``<out>/<UTC time>-<what>/`` and write ``config.json`` and ``env.json`` into it.
@@ -409,11 +412,18 @@ class RunDir:
         finally:
             os.close(fd)  # closing releases the lock
 
-    def record_resume(self) -> None:
-        """Append this resume (time, command line, environment) to ``env.json``'s ``resumes`` list."""
+    def record_resume(self, **extra: Any) -> None:
+        """Append this resume (time, command line, environment) to ``env.json``'s ``resumes`` list.
+
+        Parameters
+        ----------
+        **extra
+            More to record (``verify`` records its engine).
+        """
         env = self.env()
         now = environment()
         entry = {
+            **extra,
             "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "argv": sys.argv,
             "git_commit": now.get("git_commit"),

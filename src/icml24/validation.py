@@ -42,7 +42,7 @@ def _unwrap_0d(value: Any) -> Any:
     module = type(value).__module__
     if module.startswith("numpy") and getattr(value, "ndim", None) == 0:
         return value.item()
-    if module.startswith("torch") and type(value).__name__ == "Tensor" and value.dim() == 0:
+    if module.startswith("torch") and hasattr(value, "dim") and callable(value.dim) and value.dim() == 0:
         return value.item()
     return value
 
@@ -100,10 +100,17 @@ def check_scalar(
     types = target_type if isinstance(target_type, tuple) else (target_type,)
     integral = all(t in (int, numbers.Integral) for t in types)
     value = _unwrap_0d(value)
+    if bool in types:
+        if not isinstance(value, bool):
+            raise InputError(f"{name} must be True or False, got {_describe(value)}")
+        return value
     if isinstance(value, bool) or not isinstance(value, types):
         kind = "an integer" if integral else "a real number"
         raise InputError(f"{name} must be {kind}, got {_describe(value)}")
-    value = int(value) if integral else float(value)
+    try:
+        value = int(value) if integral else float(value)
+    except OverflowError:
+        raise InputError(f"{name} is too large for a float, got {_describe(value)}") from None
     if not integral and not math.isfinite(value):
         raise InputError(f"{name} must be finite, got {value}")
     lo_ok = min_val is None or (value >= min_val if include_boundaries in ("both", "left") else value > min_val)
@@ -384,6 +391,8 @@ def check_array(
     """
     import numpy as np
 
+    if dtype not in (None, "any", "float", "integer", "bool"):
+        raise ValueError(f"dtype={dtype!r}")
     if type(value).__module__.startswith("torch"):
         raise InputError(f"{name} must be a numpy array, got {type(value).__name__}", "call .numpy() on it")
     try:

@@ -7,6 +7,7 @@ The command line (``icml24 verify`` / ``icml24 report``) is a thin layer over :f
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as _dt
 import logging
 import math
@@ -23,7 +24,7 @@ from typing import Any, Iterable, Sequence
 from . import registry
 from .claims import Claim, Method, Scale, validate_metrics
 from .errors import ICML24Error, InputError, RunDirError
-from .extras import require
+from .extras import MissingExtra, require
 from .runs import REPORT, RESULTS, RunDir, artifacts_to, atomic_write_bytes, atomic_write_text, recording_substitutions
 from .validation import check_choice, check_seed
 
@@ -50,7 +51,12 @@ def select_claims(targets: Sequence[str] | None) -> list[Claim]:
     if not targets:
         out: list[Claim] = []
         for slug in registry.all_slugs():
-            m = registry.get(slug)
+            try:
+                m = registry.get(slug)
+            except MissingExtra as exc:
+                # its claims are still listed (read light); each records this one-line error when it runs
+                log.warning("%s", exc.one_line())
+                m = registry.describe(slug)
             if m is not None:
                 out.extend(m.claims)
         return out
@@ -303,7 +309,7 @@ def verify(
     with run.lock():
         done = run.results(repair=True) if resume is not None else []
         if resume is not None:
-            run.record_resume()
+            run.record_resume(engine=engine)
         done_pairs = {(r["key"], int(r.get("seed", 0))) for r in done}
         wanted = {c.key for c in claims}
         records = [r for r in done if r["key"] in wanted]
@@ -311,11 +317,13 @@ def verify(
         if done_pairs:
             log.info("resuming %s: %d runs done, %d to run", run.path, len(done_pairs), len(todo))
         runner = _run_ray if engine == "ray" else _run_local
-        for rec in runner(todo, scale, run, debug=debug, progress=progress, address=address):
-            records.append(rec)
+        try:
+            for rec in runner(todo, scale, run, debug=debug, progress=progress, address=address):
+                records.append(rec)
+        finally:  # what finished is reported even when the run stops early
+            write_report(run.path, quiet=True)
         order = {(c.key, s): i for i, (c, s) in enumerate((c, s) for c in claims for s in seeds)}
         records.sort(key=lambda r: order.get((r["key"], int(r.get("seed", 0))), len(order)))
-        write_report(run.path, quiet=True)
     return Outcome(run, records, skipped=len(done_pairs))
 
 
@@ -339,7 +347,7 @@ def _run_local(todo, scale: Scale, run: RunDir, *, debug: bool, progress: bool |
     try:
         for claim, seed in bar:
             bar.set_description(f"{claim.key} seed {seed}")
-            with artifacts_to(run.path), _ticking(bar):
+            with artifacts_to(run.path / artifact_subdir(run, seed)), _ticking(bar):
                 rec = run_claim(claim, scale, seed, debug=debug)
             run.append(rec)
             _announce(rec)
@@ -369,6 +377,24 @@ def _ticking(bar, every: float = 1.0):
         stop.set()
         thread.join()
         bar.set_postfix_str("")
+
+
+def artifact_subdir(run: RunDir, seed: int) -> str:
+    """Where a claim's plots go within the run directory: the run itself for one seed, ``seed<N>/`` for several
+    (so that seeds never overwrite each other's files).
+
+    Parameters
+    ----------
+    run : RunDir
+    seed : int
+
+    Returns
+    -------
+    str
+        A path relative to the run directory ("" for the run directory itself).
+    """
+    seeds = run.config.get("seeds", [seed])
+    return "" if len(seeds) <= 1 else f"seed{seed}"
 
 
 def _ray_task(claim: Claim, scale_value: str, seed: int, debug: bool, env: dict[str, str]):
@@ -405,8 +431,18 @@ def _run_ray(todo, scale: Scale, run: RunDir, *, debug: bool, progress: bool | N
     env = {k: v for k, v in os.environ.items() if k.startswith("ICML24_")}
     task = ray.remote(_ray_task)
     try:
+        cpus = ray.cluster_resources().get("CPU", 0)
+        too_big = sorted({c.key for c, _ in todo if c.cpus > cpus})
+        if too_big:
+            raise InputError(
+                f"claims {', '.join(too_big)} need more CPUs than the Ray cluster has ({cpus:g})",
+                "join a larger cluster with --address, or use --engine local",
+            )
         pending = {
-            task.options(num_cpus=claim.cpus).remote(claim, scale.value, seed, debug, env): (claim, seed)
+            task.options(num_cpus=claim.cpus, max_retries=0).remote(claim, scale.value, seed, debug, env): (
+                claim,
+                seed,
+            )
             for claim, seed in todo
         }
         bar = tqdm(
@@ -419,10 +455,17 @@ def _run_ray(todo, scale: Scale, run: RunDir, *, debug: bool, progress: bool | N
         try:
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=1)
-                pending.pop(ready[0])
-                rec, files = ray.get(ready[0])
+                claim, seed = pending.pop(ready[0])
+                try:
+                    rec, files = ray.get(ready[0])
+                except ray.exceptions.RayError as exc:  # a crashed worker or a lost node: this run only
+                    if debug:
+                        raise
+                    rec = _error_record(claim, scale, seed, f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
+                    files = {}
+                sub = artifact_subdir(run, seed)
                 for name, data in files.items():
-                    atomic_write_bytes(run.path / name, data)
+                    atomic_write_bytes(run.path / sub / name, data)
                 run.append(rec)
                 _announce(rec)
                 bar.update(1)
@@ -434,6 +477,17 @@ def _run_ray(todo, scale: Scale, run: RunDir, *, debug: bool, progress: bool | N
     finally:
         if started:
             ray.shutdown()
+
+
+def _error_record(claim: Claim, scale: Scale, seed: int, error: str) -> dict[str, Any]:
+    """The record of a run that never returned (its worker died)."""
+
+    def fail(scale_, seed_):
+        raise RuntimeError(error)
+
+    rec = run_claim(dataclasses.replace(claim, run=fail), scale, seed)
+    rec["error"] = error
+    return rec
 
 
 # ------------------------------------------------------------------------------------------------ tables
@@ -503,10 +557,12 @@ def aggregate(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         for role in ("headline", "baseline"):
             vals = [r.get(f"{role}_value") for r in recs]
             vals = [float(v) for v in vals if v is not None]
+            known = [v for v in vals if not math.isnan(v)]  # NaN is shown as missing, never ordered
             row[f"{role}_values"] = vals
-            row[f"{role}_median"] = statistics.median(vals) if vals else None
-            row[f"{role}_min"] = min(vals) if vals else None
-            row[f"{role}_max"] = max(vals) if vals else None
+            row[f"{role}_median"] = statistics.median(known) if known else (math.nan if vals else None)
+            row[f"{role}_min"] = min(known) if known else None
+            row[f"{role}_max"] = max(known) if known else None
+            row[f"{role}_n"] = len(known)
         rows.append(row)
     return rows
 
@@ -524,9 +580,12 @@ def fmt(value: Any) -> str:
 
 def _figure(row: dict[str, Any], role: str) -> str:
     name, vals = row[role], row[f"{role}_values"]
-    if len(vals) <= 1:
+    if len(row["seeds"]) <= 1:
         return f"{name}={fmt(vals[0] if vals else None)}"
-    return f"{name}={fmt(row[f'{role}_median'])} [{fmt(row[f'{role}_min'])}, {fmt(row[f'{role}_max'])}]"
+    text = f"{name}={fmt(row[f'{role}_median'])} [{fmt(row[f'{role}_min'])}, {fmt(row[f'{role}_max'])}]"
+    if row[f"{role}_n"] < len(row["seeds"]):
+        text += f" (n={row[f'{role}_n']}/{len(row['seeds'])})"
+    return text
 
 
 def _verdict_cell(row: dict[str, Any]) -> str:
@@ -674,8 +733,9 @@ def write_report(path: str | os.PathLike, *, quiet: bool = False) -> Path:
     """
     run = RunDir.open(path)
     cfg, env = run.config, run.env()
-    records = run.results()
     seeds = cfg.get("seeds", [cfg.get("seed")])
+    order = {(k, s): i for i, (k, s) in enumerate((k, s) for k in cfg.get("claims", []) for s in seeds)}
+    records = sorted(run.results(), key=lambda r: order.get((r["key"], r.get("seed", seeds[0])), len(order)))
     lines = [f"# icml24 run `{run.path.name}`", ""]
     lines.append(
         f"- command: `{' '.join(['icml24', cfg.get('command', '?')] + list(cfg.get('targets', [])))}`"
@@ -722,7 +782,10 @@ def write_report(path: str | os.PathLike, *, quiet: bool = False) -> Path:
 
 # --------------------------------------------------------------------------------------------------- list
 def latest_results(runs_root: str | os.PathLike) -> dict[str, dict[str, Any]]:
-    """The most recent record of each claim key over all run directories under ``runs_root``.
+    """The most recent verdict of each claim over all run directories under ``runs_root``.
+
+    A run's seeds of a claim are aggregated (:func:`aggregate`); the last run directory (by name, a UTC time)
+    that ran the claim wins.
 
     Parameters
     ----------
@@ -738,8 +801,8 @@ def latest_results(runs_root: str | os.PathLike) -> dict[str, dict[str, Any]]:
         return latest
     for d in sorted(p for p in root.iterdir() if (p / RESULTS).is_file()):
         try:
-            for rec in RunDir(d).results():
-                latest[rec["key"]] = rec
+            for row in aggregate(RunDir(d).results()):  # a claim's seeds of one run, judged together
+                latest[row["key"]] = row
         except RunDirError as exc:
             log.warning("skipping %s: %s", d, exc.one_line())
     return latest
@@ -774,7 +837,8 @@ def method_rows(runs_root: str | os.PathLike = "runs") -> list[dict[str, Any]]:
                 "status": "implemented" if m else "planned",
                 "claims": len(claims),
                 "findings": sum(1 for c in claims if not c.expected),
-                "held": (sum(1 for r in ran if r.get("holds") is True) if ran else None),
+                # claims whose last verdict is the declared one (a finding that does not reproduce counts)
+                "held": (sum(1 for r in ran if r.get("matches")) if ran else None),
                 "ran": len(ran),
                 "arxiv": arxiv,
                 "code": code,
