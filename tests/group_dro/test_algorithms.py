@@ -21,6 +21,8 @@ from icml24.group_dro import (
     smd_mero,
     synthetic_problem,
 )
+from icml24.group_dro.aleg import AUTO_GRID, AUTO_TOLERANCE, ESTIMATORS, pilot_gamma
+from icml24.group_dro.mirror import Geometry
 from icml24.group_dro.reference import min_weighted_risk
 
 
@@ -197,7 +199,7 @@ def test_baselines_reduce_the_gap_and_count_ifo(small, run):
 
 
 def test_callback_stops_a_run(small):
-    res = aleg(small, epochs=100, seed=0, callback=lambda ifo, w, q: ifo >= 3 * small.n_total)
+    res = aleg(small, epochs=100, gamma=8.0, seed=0, callback=lambda ifo, w, q: ifo >= 3 * small.n_total)
     assert res.info["epochs"] == 2
 
 
@@ -216,3 +218,73 @@ def test_aleg_on_imbalanced_groups_matches_the_reference():
     assert res.info["inner"] == int(np.ceil(p.n_total / p.m))
     gap = duality_gap(p, res.w, res.q)
     assert gap < 1e-2 and p.max_risk(res.w) - ref.value <= gap + 1e-9
+
+
+# ------------------------------------------------------------------------------------------- default steps
+def test_default_steps_converge_where_the_theory_steps_do_not():
+    """The issue's measurement: the theory step (gamma 0.99) is far too small; the default pilot fixes it.
+    Measured: m = 1 (n = 100, d = 20, default 100 epochs) 1.2e-4 against 1.4e-2; m = 4 (n_i = 60, d = 10, 60
+    epochs) 8.3e-3 against 5.1e-2."""
+    for m, n, d, epochs, limit in ((1, 100, 20, None, 1e-3), (4, 60, 10, 60, 2e-2)):
+        p = synthetic_problem(m, n, d, seed=0)
+        auto = aleg(p, epochs=epochs, seed=0)
+        theory = aleg(p, epochs=epochs, gamma="theory", seed=0)
+        g_auto, g_theory = duality_gap(p, auto.w, auto.q), duality_gap(p, theory.w, theory.q)
+        assert theory.info["gamma"] == 0.99 and auto.info["gamma"] in AUTO_GRID
+        assert g_auto < limit and g_auto < g_theory / 5, (m, g_auto, g_theory)
+
+
+def test_auto_gamma_is_the_explicit_run_with_the_chosen_factor_plus_counted_pilots(small):
+    auto = aleg(small, epochs=20, seed=3)
+    gamma, scores, pilot_ifo = pilot_gamma(small, epochs=2, seed=3)  # a tenth of the run's epochs
+    assert auto.info["gamma"] == gamma and auto.info["pilot_scores"] == scores and set(scores) == set(AUTO_GRID)
+    assert auto.info["pilot_ifo"] == pilot_ifo == len(AUTO_GRID) * 2 * (small.n_total + small.m * 30)
+    low = min(scores.values())
+    assert scores[gamma] <= AUTO_TOLERANCE * low and all(
+        s > AUTO_TOLERANCE * low for g, s in scores.items() if g > gamma
+    )
+    plain = aleg(small, epochs=20, gamma=gamma, seed=3)
+    np.testing.assert_array_equal(auto.w, plain.w)  # the pilots do not consume the run's random stream
+    np.testing.assert_array_equal(auto.q, plain.q)
+    assert auto.ifo == plain.ifo + pilot_ifo
+    assert [i for i, _, _ in auto.trace] == [i + pilot_ifo for i, _, _ in plain.trace]
+
+
+def test_auto_gamma_within_a_budget_and_the_theory_switch(small):
+    B = 30 * small.n_total
+    res = aleg(small, max_ifo=B, seed=0)
+    assert res.info["pilot_ifo"] <= 0.4 * B and B <= res.ifo <= B + 2 * small.n_total
+    tiny = aleg(small, max_ifo=1, seed=0)  # the pilots exceed the budget: still one epoch of the run
+    assert tiny.info["epochs"] == 1
+    a, b = aleg(small, epochs=3, gamma="theory", seed=1), aleg(small, epochs=3, gamma=0.99, seed=1)
+    np.testing.assert_array_equal(a.w, b.w)
+    assert a.info["pilot_ifo"] == 0 and a.ifo == b.ifo
+    res = alem(small, epochs=5, seed=0)  # alem pilots both stages by default
+    assert res.info["gamma"] in AUTO_GRID and res.info["pilot_ifo"] > 0
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_estimator_ablation_counts_ifo_and_keeps_the_iterates_feasible(small, estimator):
+    N, m = small.n_total, small.m
+    K = int(np.ceil(N / m))
+    res = aleg(small, epochs=3, gamma=16.0, seed=0, estimator=estimator)
+    per_step = {"group": m, "one_level": 1, "full": N}[estimator]
+    assert res.ifo == 3 * (N + per_step * K) and res.info["estimator"] == estimator
+    assert abs(res.q.sum() - 1) < 1e-12 and np.linalg.norm(res.w) <= small.domain.radius + 1e-9
+    if estimator == "full":  # no randomness left
+        other = aleg(small, epochs=3, gamma=16.0, seed=5, estimator=estimator)
+        np.testing.assert_allclose(res.w, other.w, atol=1e-14)
+
+
+def test_one_level_ablation_is_the_one_level_baseline_at_the_same_step(small):
+    """aleg(estimator="one_level") and one_level_vr with ALEG's K and step are the same algorithm."""
+    geo = Geometry(small)
+    K = int(np.ceil(small.n_total / small.m))
+    a = aleg(small, epochs=4, gamma=16.0, seed=2, estimator="one_level")
+    b = one_level_vr(
+        small, epochs=4, inner=K, gamma=16.0 * geo.lipschitz_one_level() / geo.lipschitz_group_sampled(), seed=2
+    )
+    assert a.info["eta"] == pytest.approx(b.info["eta"], rel=1e-12)
+    np.testing.assert_allclose(a.w, b.w, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(a.q, b.q, rtol=1e-9, atol=1e-12)
+    assert a.ifo == b.ifo

@@ -1,15 +1,17 @@
 """The paper's claims at SMOKE scale (icml24.testing.check_claim), and their holds() on contradictions.
 
-Findings (declared ``expected=False`` in group_dro/paper.py): on the synthetic logistic problem the one-level
-variance-reduced mirror prox (Alacaoglu-Malitsky) reaches a given duality gap with as few or fewer IFO
-than ALEG when both steps are tuned on the same grid, so ``beats-every-baseline`` and ``sqrt-m-advantage``
-do not hold at smoke (nor at quick) scale; ``alem-beats-smd-mero`` holds. At the analysis' own step sizes
-(no tuning) the sqrt(m) gain does show where the analysis' constants predict it (``sqrt-m-at-analysed-steps``).
+Claims declared to hold are run and must hold at smoke scale. The two findings (``expected=False`` in
+group_dro/paper.py: with tuned steps ALEG is not faster than the one-level variance-reduced mirror prox, and its
+advantage does not grow like sqrt(m)) are measured too, but their verdict is not asserted here: a test that pins
+who wins a race would break the day ALEG improves. ``icml24 verify`` checks the declared verdicts at quick
+scale; here their ``holds`` is checked on contradictions and on a constructed win.
 """
 
 import math
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -19,26 +21,33 @@ from icml24.group_dro.paper import CLAIMS, METHOD
 from icml24.testing import check_claim
 
 BY_NAME = {c.name: c for c in CLAIMS}
+_ROOT = Path(os.environ.get("ICML24_DATA", "")).expanduser()
+HAS_FASHION = (_ROOT / "fashion-mnist" / "FashionMNIST" / "raw" / "train-images-idx3-ubyte.gz").is_file()
+OURS = [
+    "beats-first-order-baselines",
+    "beats-every-baseline",
+    "sqrt-m-advantage",
+    "group-sampling-at-equal-steps",
+    "alem-beats-smd-mero",
+    "minority-group",
+]
 
 
 def test_method_is_registered():
     assert isinstance(METHOD, Method) and METHOD.slug == "group_dro" and METHOD.arxiv == "2403.03562"
     assert registry.get("group_dro") is METHOD
-    assert [c.name for c in METHOD.claims] == [
-        "beats-every-baseline",
-        "sqrt-m-advantage",
-        "sqrt-m-at-analysed-steps",
-        "alem-beats-smd-mero",
-    ]
+    names = [c.name for c in METHOD.claims]
+    assert [n for n in names if n in OURS] == OURS
+    assert "sqrt-m-at-analysed-steps" not in names  # it passed by construction (step-size ratio), dropped
 
 
 def test_method_is_described_without_torch():
     code = (
         "import sys; from icml24 import registry; m = registry.describe('group_dro'); "
-        "print(len(m.claims), sum(not c.expected for c in m.claims), 'torch' in sys.modules)"
+        "print(sorted(c.name for c in m.claims if not c.expected), 'torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["4", "2", "False"]
+    assert out.strip() == "['beats-every-baseline', 'sqrt-m-advantage'] False"
 
 
 def test_findings_are_declared_with_their_numbers():
@@ -46,7 +55,9 @@ def test_findings_are_declared_with_their_numbers():
         claim = BY_NAME[name]
         assert claim.expected is False
         assert all(x in claim.finding for x in numbers) and "exactly m times" in claim.finding
-    assert BY_NAME["sqrt-m-at-analysed-steps"].expected and BY_NAME["alem-beats-smd-mero"].expected
+    assert "one-level VR mirror prox" in BY_NAME["beats-every-baseline"].finding
+    for name in ("beats-first-order-baselines", "group-sampling-at-equal-steps", "alem-beats-smd-mero"):
+        assert BY_NAME[name].expected
     assert all(0 < len(c.paper) <= 90 for c in CLAIMS)
 
 
@@ -54,50 +65,88 @@ def test_claims_and_experiments_compare_the_same_baselines():
     from icml24.group_dro import experiments, paper
 
     assert set(paper.BASELINES) == set(experiments.BASELINES) == set(experiments.GDRO_METHODS) - {"aleg"}
+    assert set(paper.FIRST_ORDER_BASELINES) == set(experiments.FIRST_ORDER_BASELINES)
+    assert set(paper.FIRST_ORDER_BASELINES) == set(paper.BASELINES) - {"one_level_vr"}
 
 
-def test_beats_every_baseline_claim():
-    claim = BY_NAME["beats-every-baseline"]
-    m = check_claim(
+def test_beats_first_order_baselines_claim():
+    """ALEG to the target gap in fewer IFO than SMD, mirror prox and online GroupDRO (all tuned)."""
+    claim = BY_NAME["beats-first-order-baselines"]
+    check_claim(
         claim,
         [
             {"ifo_aleg": math.inf},
-            {"ifo_one_level_vr": 1.0},
+            {"ifo_aleg": math.nan},
             {"ifo_smd": 1.0},
             {"ifo_mirror_prox": 1.0},
             {"ifo_online_group_dro": 1.0},
         ],
-        expect=False,
     )
-    # the finding: the one-level VR method is the one ALEG does not beat; the non-VR methods it does
-    assert m["ifo_aleg"] < min(m["ifo_smd"], m["ifo_mirror_prox"])
-    assert m["ifo_one_level_vr"] <= m["ifo_aleg"]
-    ok = {**m, "ifo_aleg": 1.0, "ifo_best_baseline": 2.0}  # the holds() logic itself accepts a win
-    assert claim.judge(ok) is True
+
+
+def test_beats_every_baseline_finding_is_judged_on_its_metrics():
+    """The same runs (memoised); the one-level method decides the finding, so its verdict is not asserted."""
+    claim, first = BY_NAME["beats-every-baseline"], BY_NAME["beats-first-order-baselines"]
+    assert claim.run == first.run
+    m = claim.measure("smoke", 0)
+    assert m is not first.measure("smoke", 0) and m == first.measure("smoke", 0)  # copies of one set of runs
+    win = {**m, "ifo_aleg": 1.0}
+    assert claim.judge(win) is True and first.judge(win) is True
+    for bad in ({"ifo_one_level_vr": 0.5}, {"ifo_smd": 0.5}, {"ifo_aleg": math.inf}):
+        assert claim.judge({**win, **bad}) is False
+    assert first.judge({**win, "ifo_one_level_vr": 0.5}) is True  # the first-order claim ignores the VR peer
+    assert m["ratio_best_baseline"] == m["ifo_best_baseline"] / m["ifo_aleg"]
 
 
 @pytest.mark.slow
-def test_sqrt_m_claim():
+def test_sqrt_m_finding_is_judged_on_its_metrics():
     claim = BY_NAME["sqrt-m-advantage"]
-    m = check_claim(
-        claim, [{"slope": 0.0}, {"slope": 1.0}, {"slope": math.nan}, {"ratio_largest_m": 0.5}], expect=False
-    )
-    assert claim.judge({**m, "slope": 0.5, "ratio_largest_m": 2.0}) is True
+    m = claim.measure("smoke", 0)
+    win = {**m, "slope": 0.5, "ratio_largest_m": 2.0}
+    assert claim.judge(win) is True
+    for bad in ({"slope": 0.0}, {"slope": 1.0}, {"slope": math.nan}, {"ratio_largest_m": 0.5}):
+        assert claim.judge({**win, **bad}) is False
     assert 0.0 <= m["theory_constants_slope"] < 0.25  # this problem's own constants predict little gain
     # the explanation reported beside it: in the entropy's local norm the one-level estimator's larger moments
-    # predict less gain than in the paper's l_inf norm
+    # predict less gain than in the paper's l_inf norm (a property of the moments, not of a race)
     assert m["local_norm_moments_slope"] < m["inf_norm_moments_slope"]
 
 
-def test_sqrt_m_at_analysed_steps_claim():
-    """At the analysis' own steps, on W = {||w|| <= 1}, the sqrt(m) gain shows (smoke: m = 2, 4, 8)."""
-    claim = BY_NAME["sqrt-m-at-analysed-steps"]
-    m = check_claim(claim, [{"slope": 0.0}, {"slope": 1.0}, {"slope": math.nan}, {"ratio_largest_m": 0.9}])
-    assert m["gamma"] < 1.0 and m["radius"] == 1.0
-    assert m["theory_constants_slope"] > 0.3  # chosen where the analysis' constants predict the gain
+def test_group_sampling_at_equal_steps_claim():
+    """Only the estimator differs between the three runs: the claim fails if the one-level estimator converges
+    too, if the exact-operator control does not, or if the one-level one fails at the control step as well."""
+    claim = BY_NAME["group-sampling-at-equal-steps"]
+    m = check_claim(
+        claim,
+        [
+            {"gap_one_level": 0.0},  # as good as the group-sampled estimator: nothing shown
+            {"gap_full": 1.0},  # the step is too large even without variance
+            {"gap_group": 1.0},
+            {"gap_one_level_small": 1.0},  # the one-level runs are broken, not noisier
+            {"gap_group": math.nan},
+        ],
+    )
+    assert m["gamma"] == 4 * m["gamma_small"]
+    assert m["ifo_group"] > m["ifo_one_level"]  # equal epochs, not equal IFO: the statement says so
+    assert m["w_moment_ratio"] > 1 and m["q_inf_moment_ratio"] > 1
 
 
 def test_alem_claim_holds():
     check_claim(
         BY_NAME["alem-beats-smd-mero"], [{"excess_alem": 1.0, "excess_smd_mero": 0.5}, {"excess_alem": math.nan}]
     )
+
+
+@pytest.mark.skipif(not HAS_FASHION, reason="Fashion-MNIST is not in the data root")
+def test_minority_group_claim():
+    m = check_claim(
+        BY_NAME["minority-group"],
+        [
+            {"erm_worst_acc": 0.99},
+            {"gdro_worst_acc": 0.0},
+            {"vr_worst_acc": 0.0},
+            {"erm_avg_acc": 0.5},  # an untrained baseline
+            {"gdro_worst_acc": math.nan},
+        ],
+    )
+    assert m["gdro_worst_acc"] > m["erm_worst_acc"] and m["erm_avg_acc"] >= 0.7

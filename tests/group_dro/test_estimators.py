@@ -15,6 +15,7 @@ from icml24.group_dro.aleg import (
     draw_group_samples,
     full_operator,
     group_sampled_operator,
+    one_level_vr_operator,
     snapshots,
     vr_operator,
 )
@@ -97,6 +98,30 @@ def test_vr_estimator_is_unbiased_and_exact_at_the_snapshot(seed, sizes, loss):
         count += 1
     np.testing.assert_allclose(acc_w / count, Fw, atol=1e-12)
     np.testing.assert_allclose(acc_q / count, Fq, atol=1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), sizes=sizes_st, loss=loss_st)
+def test_one_level_vr_estimator_is_unbiased_and_exact_at_the_snapshot(seed, sizes, loss):
+    """ALEG's estimator="one_level" ablation: F(z_bar) + m (F_ij(z) - F_ij(z_bar)), every (i, j) enumerated."""
+    p = tiny_problem(seed, sizes, loss=loss)
+    rng = np.random.default_rng(seed + 4)
+    w_bar, q_bar = random_point(p, rng)
+    snap = Snapshot(p, w_bar, q_bar)
+    w, q = random_point(p, rng)
+    Fw, Fq = full_operator(p, w, q)
+    acc_w, acc_q = np.zeros_like(Fw), np.zeros_like(Fq)
+    for i, n in enumerate(sizes):  # P(i, j) = 1/(m n_i)
+        for j in range(n):
+            pos = int(p.offsets[i] + j)
+            gw, gq = one_level_vr_operator(p, snap, w_bar, q_bar, i, pos)
+            np.testing.assert_allclose(gw, snap.F_w, atol=1e-12)
+            np.testing.assert_allclose(gq, snap.F_q, atol=1e-12)
+            gw, gq = one_level_vr_operator(p, snap, w, q, i, pos)
+            acc_w += gw / (p.m * n)
+            acc_q += gq / (p.m * n)
+    np.testing.assert_allclose(acc_w, Fw, atol=1e-12)
+    np.testing.assert_allclose(acc_q, Fq, atol=1e-12)
 
 
 def test_group_draws_are_one_uniform_sample_per_group():

@@ -14,6 +14,7 @@ from icml24.group_dro import (
     mirror_prox,
     one_level_vr,
     online_group_dro,
+    pilot_gamma,
     smd,
     smd_mero,
     synthetic_problem,
@@ -133,6 +134,33 @@ def test_oracle_problem_validation():
         nan.risks(np.zeros(3))
 
 
+@pytest.mark.parametrize("bad", [0.0, np.inf, np.nan])
+@pytest.mark.parametrize("name", ["smoothness", "lipschitz"])
+def test_oracle_lipschitz_constants_must_be_positive_and_finite(name, bad):
+    """0 gave theory steps near 1e150 (1 / L_F with L_F clamped at 1e-150); refused up front."""
+    kwargs = {"smoothness": 1.0, "lipschitz": 1.0, name: bad}
+    with pytest.raises(InputError, match=f"{name} must be"):
+        GroupProblem.from_oracle(
+            lambda w, idx: (np.zeros(len(idx)), np.zeros((len(idx), 3))),
+            [np.arange(6), np.arange(6, 12)],
+            dim=3,
+            n_samples=12,
+            domain=Ball(1.0),
+            **kwargs,
+        )
+
+
+def test_zero_lipschitz_constant_from_data_is_refused_unless_steps_are_given():
+    X, y, g = data()
+    p = GroupProblem.from_data(np.zeros_like(X), y, g)  # every feature 0: G = L = 0
+    for call in (lambda: aleg(p, epochs=1), lambda: aleg(p, epochs=1, gamma=1.0), lambda: one_level_vr(p, epochs=1)):
+        with pytest.raises(InputError, match="Lipschitz constant is 0"):
+            call()
+    K = int(np.ceil(p.n_total / p.m))
+    res = aleg(p, epochs=1, steps=np.full(K, 0.1))  # explicit steps need no constant
+    assert np.all(np.isfinite(res.w)) and np.isnan(res.info["L_F"])
+
+
 @pytest.mark.parametrize(
     "call, match",
     [
@@ -147,6 +175,13 @@ def test_oracle_problem_validation():
         (lambda p: aleg(p, epochs=2, callback=5), "callback must be callable"),
         (lambda p: aleg("problem"), "problem must be a GroupProblem"),
         (lambda p: alem(p, epochs=2, stage1_epochs=0), "stage1_epochs must be"),
+        (lambda p: aleg(p, epochs=2, gamma="fast"), "gamma must be a positive number, 'auto' or 'theory'"),
+        (lambda p: aleg(p, epochs=2, gamma=np.inf), "gamma must be finite"),
+        (lambda p: aleg(p, epochs=2, estimator="two_level"), "estimator must be one of group, one_level, full"),
+        (lambda p: alem(p, epochs=2, stage1_gamma="big"), "stage1_gamma must be a positive number"),
+        (lambda p: pilot_gamma(p, grid=()), "grid must hold at least one step factor"),
+        (lambda p: pilot_gamma(p, grid=(1.0, -4.0)), "grid entries must be"),
+        (lambda p: pilot_gamma(p, epochs=0), r"epochs must be in \[1, inf\], got 0"),
         (lambda p: smd(p, iterations=0), "iterations must be"),
         (lambda p: one_level_vr(p, epochs=1, inner=0), "inner must be"),
         (lambda p: mirror_prox(p, iterations=1, gamma=-1), "gamma must be"),

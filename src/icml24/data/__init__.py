@@ -21,6 +21,8 @@ _LAZY = {
     "fashion_mnist": "tabular",
     "gaussian_mixture": "tabular",
     "synthetic_groups": "groups",
+    "GroupedSplit": "grouped",
+    "fashion_mnist_inverted": "grouped",
     "MLPZoo": "zoo",
     "mlp_zoo": "zoo",
 }

@@ -9,14 +9,27 @@ worst excess risk is smallest (MERO), with as few per-sample gradient evaluation
     duality_gap(problem, result.w, result.q)            # certified accuracy of the pair
     mero = alem(problem, epochs=200, seed=0)            # worst excess risk; mero.info["risk_estimates"]
 
+Steps: by default ``aleg`` and ``alem`` pick their step factor by a short pilot (:func:`pilot_gamma`, counted in
+``result.ifo``; the factor is ``result.info["gamma"]``): the theory's step (``gamma="theory"``) is 10 to 100 times
+too small in practice. To compare methods at their best steps to a target gap, as the claims do, use
+:func:`tune` (``tune(problem, "aleg", targets=(1e-3,), max_ifo=..., pilot=..., seed=0).best.gamma``).
+
 Baselines (same problems, same IFO accounting) are in :mod:`icml24.group_dro.baselines`; exact references in
 :mod:`icml24.group_dro.reference`; the synthetic problem of the claims is :func:`synthetic_problem` (its data
 generator is :func:`icml24.data.groups.synthetic_groups`); the claims' experiments, step tuning and estimator
 moments are in :mod:`icml24.group_dro.experiments`.
+
+For minibatch training of a torch model, :class:`GroupDROLoss` (online group DRO, Sagawa et al. 2020, as a loss
+object) and :class:`VRGroupDROLoss` (its q-step on ALEG's variance-reduced group risks) are in
+:mod:`icml24.group_dro.loss`::
+
+    robust = GroupDROLoss(n_groups)                                    # eta = 0.01, as the reference code
+    loss = robust(F.cross_entropy(model(x), y, reduction="none"), g)   # updates robust.q
 """
 
-from .aleg import aleg, alem
+from .aleg import aleg, alem, pilot_gamma
 from .baselines import mirror_prox, one_level_vr, online_group_dro, smd, smd_mero
+from .experiments import Tuned, tune
 from .mirror import Result
 from .problem import LOSSES, Ball, Box, GroupProblem, synthetic_problem
 from .reference import duality_gap, group_optima, min_weighted_risk, minimax_reference
@@ -29,6 +42,9 @@ __all__ = [
     "Result",
     "aleg",
     "alem",
+    "pilot_gamma",
+    "tune",
+    "Tuned",
     "smd",
     "one_level_vr",
     "mirror_prox",
@@ -39,4 +55,20 @@ __all__ = [
     "min_weighted_risk",
     "group_optima",
     "synthetic_problem",
+    "GroupDROLoss",
+    "VRGroupDROLoss",
 ]
+
+# The torch losses (minibatch group DRO for any nn.Module) are imported on first use: the rest of the package
+# needs only numpy.
+_TORCH = {"GroupDROLoss": "loss", "VRGroupDROLoss": "loss"}
+
+
+def __getattr__(name: str):
+    if name in _TORCH:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{_TORCH[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -86,15 +86,28 @@ class Geometry:
         also a Lipschitz constant of the full operator F:
         ``||dF||_*^2 <= D^2 [(2 D^2 L^2 + G^2 ln m) ||dw||^2 / D^2 + 2 G^2 ln m ||dq||_1^2 / ln m]``."""
         L, G = self.problem.smoothness, self.problem.lipschitz
-        return self.D * math.sqrt(max(2 * self.D2 * L * L + G * G * self.lnm, 2 * G * G * self.lnm, 1e-300))
+        return self._checked(self.D * math.sqrt(max(2 * self.D2 * L * L + G * G * self.lnm, 2 * G * G * self.lnm)))
 
     def lipschitz_one_level(self) -> float:
         """Mean-square Lipschitz constant of the one-level estimator (one sample (i, j), weighted by m):
         the q-block term grows like m^2 and the w-block like m (the paper's comparison)."""
         L, G, m = self.problem.smoothness, self.problem.lipschitz, self.m
-        return self.D * math.sqrt(
-            max(2 * m * self.D2 * L * L + m * m * G * G * self.lnm, 2 * m * G * G * self.lnm, 1e-300)
+        return self._checked(
+            self.D * math.sqrt(max(2 * m * self.D2 * L * L + m * m * G * G * self.lnm, 2 * m * G * G * self.lnm))
         )
+
+    def _checked(self, value: float) -> float:
+        """``value`` when it is a usable Lipschitz constant (positive, finite); else an InputError: a step
+        ``gamma / value`` would be infinite or meaningless."""
+        if not (math.isfinite(value) and value > 0.0):
+            p = self.problem
+            raise InputError(
+                f"the operator's Lipschitz constant is {value:g} (smoothness L={p.smoothness:g}, lipschitz "
+                f"G={p.lipschitz:g}, m={p.m}), so the theory step would be infinite",
+                "state positive, finite smoothness and lipschitz bounds for the per-sample losses, "
+                "or pass explicit steps",
+            )
+        return value
 
     def one_level_ratio(self) -> float:
         """IFO(one-level) / IFO(ALEG) that these constants predict at the theory steps: ``(L_one / L_F) /

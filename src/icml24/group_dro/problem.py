@@ -430,7 +430,8 @@ class GroupProblem:
             The set ``W``.
         smoothness, lipschitz : float
             ``L`` and ``G``, bounds on the per-sample losses' smoothness and Lipschitz constants on ``W``; they
-            set the default step sizes (the convergence analysis' conditions).
+            set the theory step sizes (the convergence analysis' conditions). Positive and finite (0 would make
+            the theory steps infinite; for a linear loss any positive ``smoothness`` is a valid bound).
         loss_bound : float, optional
             ``B``, a bound on the loss values (default ``G`` times the diameter of ``W``); only SMD's step uses it.
 
@@ -445,8 +446,9 @@ class GroupProblem:
         members = _members(groups, n_samples, labels_allowed=False)
         order = np.concatenate(members)
         dom = _bind_domain(domain, d)
-        L = check_float(smoothness, "smoothness", min_val=0.0)
-        G = check_float(lipschitz, "lipschitz", min_val=0.0)
+        # 0 would make the theory steps infinite (1 / L_F); non-finite ones are refused by check_float
+        L = check_float(smoothness, "smoothness", min_val=0.0, include_boundaries="right")
+        G = check_float(lipschitz, "lipschitz", min_val=0.0, include_boundaries="right")
         B = G * 2 * dom.radius if loss_bound is None else check_float(loss_bound, "loss_bound", min_val=0.0)
 
         def evaluate(w: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
