@@ -313,7 +313,8 @@ def verify(
         done_pairs = {(r["key"], int(r.get("seed", 0))) for r in done}
         wanted = {c.key for c in claims}
         records = [r for r in done if r["key"] in wanted]
-        todo = [(c, s) for c in claims for s in seeds if (c.key, s) not in done_pairs]
+        # seed-major: a method's claims that share a setup (a trained zoo, a model pair) find it cached per seed
+        todo = [(c, s) for s in seeds for c in claims if (c.key, s) not in done_pairs]
         if done_pairs:
             log.info("resuming %s: %d runs done, %d to run", run.path, len(done_pairs), len(todo))
         runner = _run_ray if engine == "ray" else _run_local
