@@ -17,6 +17,7 @@ EXTRAS: dict[str, str] = {
     "tokenizers": "lm",
     "safetensors": "lm",
     "ray": "ray",
+    "mlxtend": "images",
 }
 
 

@@ -23,6 +23,12 @@ _LAZY = {
     "synthetic_groups": "groups",
     "GroupedSplit": "grouped",
     "fashion_mnist_inverted": "grouped",
+    "SpuriousData": "spurious",
+    "spurious_gaussian": "spurious",
+    "border_images": "spurious",
+    "mnist17_border": "spurious",
+    "digits_border": "spurious",
+    "fashion_border": "spurious",
     "MLPZoo": "zoo",
     "mlp_zoo": "zoo",
 }

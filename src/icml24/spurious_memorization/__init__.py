@@ -1,0 +1,57 @@
+"""Memorization of spurious features by random-feature and NTK regression (Bombari & Mondelli, ICML 2024,
+arXiv 2305.12100): min-norm interpolation solved through the kernel, the leave-one-out decomposition
+``f(z^s) - f_{-i}(z^s) = F (g_i - f_{-i}(z_i))``, the feature alignment ``F`` and its predicted limit ``gamma``.
+``baselines`` holds the re-sampled control, kernel ridge and the refit-based alignment.
+"""
+
+from .baselines import KernelRidge, control_accuracy, feature_alignment_refits, loo_refits, resample_spurious
+from .features import (
+    ACTIVATIONS,
+    FEATURE_MAPS,
+    FeatureMap,
+    NTKFeatures,
+    RandomFeatures,
+    activation,
+    feature_map,
+    hermite,
+    hermite_coefficients,
+)
+from .memorization import (
+    REGIMES,
+    MinNormInterpolator,
+    accuracy,
+    check_mask,
+    feature_alignment,
+    loo_errors,
+    predicted_gamma,
+    spurious_accuracy,
+    spurious_queries,
+    test_accuracy,
+)
+
+__all__ = [
+    "ACTIVATIONS",
+    "FEATURE_MAPS",
+    "REGIMES",
+    "FeatureMap",
+    "RandomFeatures",
+    "NTKFeatures",
+    "feature_map",
+    "activation",
+    "hermite",
+    "hermite_coefficients",
+    "MinNormInterpolator",
+    "accuracy",
+    "check_mask",
+    "spurious_queries",
+    "spurious_accuracy",
+    "test_accuracy",
+    "loo_errors",
+    "feature_alignment",
+    "predicted_gamma",
+    "KernelRidge",
+    "control_accuracy",
+    "resample_spurious",
+    "feature_alignment_refits",
+    "loo_refits",
+]

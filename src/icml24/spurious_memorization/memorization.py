@@ -1,0 +1,428 @@
+"""Min-norm interpolation on a feature map, solved through the kernel, and the paper's quantities of
+memorization: spurious and test accuracy, leave-one-out error, feature alignment, and its predicted limit.
+
+Bombari & Mondelli (ICML 2024, arXiv 2305.12100). With ``theta* = Phi^+ G`` the min-norm interpolator and
+``theta*_{-i}`` the one fitted without sample ``i``,
+
+    f(z_i^s) - f_{-i}(z_i^s) = F(z_i^s, z_i) * (g_i - f_{-i}(z_i)),
+    F(z^s, z) = phi(z^s)^T P_i phi(z) / ||P_i phi(z)||^2,
+
+``P_i`` the projector onto the orthogonal complement of the other samples' features: the change of the
+prediction on the spurious query is the feature alignment times the leave-one-out error (the stability
+term). Through the kernel ``K = Phi Phi^T`` every term is exact and costs one ``N x N`` factorisation:
+
+* ``f(z) = kappa(z, Z) K^{-1} G`` (no ``k x N`` pseudo-inverse);
+* ``g_i - f_{-i}(z_i) = (K^{-1} G)_i / (K^{-1})_ii`` (the classical leave-one-out identity);
+* ``F(z_i^s, z_i) = (kappa(z_i^s, Z) K^{-1})_i`` (block inversion: ``||P_i phi(z_i)||^2 = 1 / (K^{-1})_ii`` and
+  ``phi(z^s)^T P_i phi(z_i) = (kappa(z^s, Z) K^{-1})_i / (K^{-1})_ii``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+
+from ..errors import InputError
+from ..validation import check_choice, check_float
+from .features import ACTIVATIONS, FEATURE_MAPS, FeatureMap, as_array, hermite_coefficients
+
+__all__ = [
+    "MinNormInterpolator",
+    "check_mask",
+    "check_labels",
+    "spurious_queries",
+    "accuracy",
+    "spurious_accuracy",
+    "test_accuracy",
+    "loo_errors",
+    "feature_alignment",
+    "predicted_gamma",
+    "REGIMES",
+]
+
+REGIMES = ("few", "many")  # N << d and N >> d
+
+
+def check_mask(mask: Any, d: int, name: str = "mask") -> np.ndarray:
+    """A boolean mask of length ``d`` that marks the spurious coordinates (True) and leaves some core ones.
+
+    Parameters
+    ----------
+    mask : array-like of bool or torch.Tensor
+    d : int
+        The input dimension.
+    name : str, default "mask"
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(d,)`` booleans.
+    """
+    if type(mask).__module__.startswith("torch"):
+        mask = mask.detach().cpu().numpy()
+    arr = np.asarray(mask)
+    if arr.dtype != bool:
+        raise InputError(f"{name} must hold booleans (True on spurious coordinates), got dtype {arr.dtype}")
+    if arr.shape != (d,):
+        raise InputError(f"{name} must have shape ({d},), got {arr.shape}")
+    if not arr.any():
+        raise InputError(f"{name} selects no spurious coordinate", "set True where the spurious feature lives")
+    if arr.all():
+        raise InputError(f"{name} selects no core coordinate", "leave False where the core feature lives")
+    return arr.copy()
+
+
+def check_labels(g: Any, n: int, name: str = "g") -> np.ndarray:
+    """Labels in {-1, +1}, one per sample.
+
+    Parameters
+    ----------
+    g : array-like or torch.Tensor
+    n : int
+        The number of samples.
+    name : str, default "g"
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n,)`` float64.
+    """
+    g = as_array(g, name, ndim=1)
+    if g.shape != (n,):
+        raise InputError(f"{name} must have shape ({n},), one label per sample, got {g.shape}")
+    if not np.isin(g, (-1.0, 1.0)).all():
+        raise InputError(f"{name} must hold -1 and +1 only")
+    return g
+
+
+class MinNormInterpolator:
+    """The min-norm interpolator ``theta* = Phi^+ G`` of a feature map, solved through its ``N x N`` kernel.
+
+    Parameters
+    ----------
+    feature_map : FeatureMap
+        :class:`~icml24.spurious_memorization.RandomFeatures` or
+        :class:`~icml24.spurious_memorization.NTKFeatures` (finite or infinite width).
+
+    Notes
+    -----
+    ``fit`` refuses ``N`` larger than the feature dimension (no interpolator is unique then) and a singular
+    kernel matrix (repeated samples). Refitting replaces the previous fit.
+    """
+
+    def __init__(self, feature_map: FeatureMap) -> None:
+        if not isinstance(feature_map, FeatureMap):
+            raise InputError(f"feature_map must be a FeatureMap, got {type(feature_map).__name__}")
+        self.feature_map = feature_map
+        self._z = None
+
+    def fit(self, z: Any, g: Any) -> "MinNormInterpolator":
+        """Interpolate ``g`` on ``z``.
+
+        Parameters
+        ----------
+        z : numpy.ndarray or torch.Tensor
+            ``(N, d)`` training inputs, ``N <= p``.
+        g : array-like or torch.Tensor
+            ``(N,)`` real targets (labels in {-1, +1} for the accuracies).
+
+        Returns
+        -------
+        MinNormInterpolator
+            ``self``.
+        """
+        z = as_array(z, "z")
+        n = z.shape[0]
+        if n > self.feature_map.num_features:
+            raise InputError(
+                f"z has N = {n} samples but the map has only {int(self.feature_map.num_features)} features",
+                "an interpolator needs N <= p: raise the width",
+            )
+        g = as_array(g, "g", ndim=1)
+        if g.shape != (n,):
+            raise InputError(f"g must have shape ({n},), got {g.shape}")
+        k = self.feature_map.kernel(z)
+        try:
+            chol = scipy.linalg.cho_factor(k, lower=True, check_finite=False)
+        except np.linalg.LinAlgError:
+            raise InputError(
+                "the kernel matrix of z is singular (repeated samples, or N above the features' rank)",
+                "remove duplicates or raise the width",
+            ) from None
+        kinv = scipy.linalg.cho_solve(chol, np.eye(n), check_finite=False)
+        self._z, self._g, self._k, self._kinv = z, g, k, kinv
+        self._coef = kinv @ g
+        return self
+
+    def _fitted(self) -> None:
+        if self._z is None:
+            raise InputError("the interpolator is not fitted", "call fit(z, g) first")
+
+    @property
+    def kernel_matrix(self) -> np.ndarray:
+        """A copy of the training kernel matrix ``K = Phi Phi^T``.
+
+        Returns
+        -------
+        numpy.ndarray
+        """
+        self._fitted()
+        return self._k.copy()
+
+    def predict(self, z: Any) -> np.ndarray:
+        """``f(z) = phi(z)^T theta* = kappa(z, Z) K^{-1} G``.
+
+        Parameters
+        ----------
+        z : numpy.ndarray or torch.Tensor
+            ``(n, d)``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(n,)``.
+        """
+        self._fitted()
+        return self.feature_map.kernel(z, self._z) @ self._coef
+
+    def loo_errors(self) -> np.ndarray:
+        """Leave-one-out errors ``g_i - f_{-i}(z_i) = (K^{-1} G)_i / (K^{-1})_ii`` (the stability term).
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(N,)``.
+        """
+        self._fitted()
+        return self._coef / np.diag(self._kinv)
+
+    def loo_predictions(self, z: Any) -> np.ndarray:
+        """``f_{-i}(z_i')`` for every training index ``i``: the prediction on row ``i`` of ``z`` by the
+        interpolator fitted without sample ``i``, from the one factorisation (``f - F (g_i - f_{-i}(z_i))``).
+
+        Parameters
+        ----------
+        z : numpy.ndarray or torch.Tensor
+            ``(N, d)``: one query per training sample.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(N,)``.
+        """
+        self._fitted()
+        z = as_array(z, "z")
+        if z.shape[0] != self._z.shape[0]:
+            raise InputError(f"z must have one row per training sample ({self._z.shape[0]}), got {z.shape[0]}")
+        c = self.feature_map.kernel(z, self._z) @ self._kinv
+        return c @ self._g - np.diag(c) * self.loo_errors()
+
+    def feature_alignment(self, z_spurious: Any) -> np.ndarray:
+        """``F(z_i^s, z_i) = phi(z_i^s)^T P_i phi(z_i) / ||P_i phi(z_i)||^2 = (kappa(z_i^s, Z) K^{-1})_i``.
+
+        Parameters
+        ----------
+        z_spurious : numpy.ndarray or torch.Tensor
+            ``(N, d)``: row ``i`` is the spurious query of training sample ``i``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(N,)``.
+        """
+        self._fitted()
+        zs = as_array(z_spurious, "z_spurious")
+        if zs.shape[0] != self._z.shape[0]:
+            raise InputError(
+                f"z_spurious must have one row per training sample ({self._z.shape[0]}), got {zs.shape[0]}"
+            )
+        c = self.feature_map.kernel(zs, self._z)
+        return np.einsum("ij,ji->i", c, self._kinv)
+
+
+def spurious_queries(z: Any, mask: Any, core: Any = None) -> np.ndarray:
+    """Spurious queries ``z^s = [x~, y]``: the spurious part kept, the core part blanked (0) or replaced.
+
+    Parameters
+    ----------
+    z : numpy.ndarray or torch.Tensor
+        ``(N, d)`` training inputs.
+    mask : array-like of bool
+        ``(d,)``, True on spurious coordinates.
+    core : array-like, optional
+        ``(N, d_x)`` replacement core parts (fresh samples, as the official synthetic code); zeros when None
+        (the official image code).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N, d)``.
+    """
+    z = as_array(z, "z")
+    mask = check_mask(mask, z.shape[1])
+    out = z.copy()
+    if core is None:
+        out[:, ~mask] = 0.0
+    else:
+        core = as_array(core, "core")
+        want = (z.shape[0], int((~mask).sum()))
+        if core.shape != want:
+            raise InputError(f"core must have shape {want}, got {core.shape}")
+        out[:, ~mask] = core
+    return out
+
+
+def accuracy(f: Any, g: Any) -> float:
+    """Fraction of ``sign(f) = g`` (a zero prediction counts as wrong, as ``f g > 0`` in the official code).
+
+    Parameters
+    ----------
+    f : array-like
+        Predictions ``(n,)``.
+    g : array-like
+        Labels ``(n,)`` in {-1, +1}.
+
+    Returns
+    -------
+    float
+    """
+    f = as_array(f, "f", ndim=1)
+    g = check_labels(g, f.shape[0])
+    return float(np.mean(f * g > 0))
+
+
+def spurious_accuracy(model: MinNormInterpolator, z_spurious: Any, g: Any) -> float:
+    """The memorization metric: fraction of training samples whose spurious query is classified as the sample
+    (``sign(f(z_i^s)) = g_i``); 0.5 means no memorization.
+
+    Parameters
+    ----------
+    model : MinNormInterpolator or any object with ``predict``
+        Fitted on the training samples.
+    z_spurious : numpy.ndarray or torch.Tensor
+        ``(N, d)`` spurious queries, in the order of the training samples.
+    g : array-like
+        ``(N,)`` training labels.
+
+    Returns
+    -------
+    float
+    """
+    return accuracy(model.predict(z_spurious), g)
+
+
+def test_accuracy(model: MinNormInterpolator, z_test: Any, g_test: Any) -> float:
+    """Accuracy on fresh samples.
+
+    Parameters
+    ----------
+    model : MinNormInterpolator or any object with ``predict``
+    z_test : numpy.ndarray or torch.Tensor
+        ``(M, d)``.
+    g_test : array-like
+        ``(M,)`` labels in {-1, +1}.
+
+    Returns
+    -------
+    float
+    """
+    return accuracy(model.predict(z_test), g_test)
+
+
+test_accuracy.__test__ = False  # not a pytest test
+
+
+def loo_errors(feature_map: FeatureMap, z: Any, g: Any) -> np.ndarray:
+    """Leave-one-out errors ``g_i - f_{-i}(z_i)`` of the min-norm interpolator, for every ``i``.
+
+    Parameters
+    ----------
+    feature_map : FeatureMap
+    z : numpy.ndarray or torch.Tensor
+        ``(N, d)``.
+    g : array-like
+        ``(N,)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N,)``.
+    """
+    return MinNormInterpolator(feature_map).fit(z, g).loo_errors()
+
+
+def feature_alignment(feature_map: FeatureMap, z: Any, z_spurious: Any) -> np.ndarray:
+    """The feature alignment ``F(z_i^s, z_i)`` of every training sample, exactly, through the kernel.
+
+    Parameters
+    ----------
+    feature_map : FeatureMap
+    z : numpy.ndarray or torch.Tensor
+        ``(N, d)`` training inputs.
+    z_spurious : numpy.ndarray or torch.Tensor
+        ``(N, d)`` their spurious queries.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N,)``.
+    """
+    z = as_array(z, "z")
+    return MinNormInterpolator(feature_map).fit(z, np.zeros(z.shape[0])).feature_alignment(z_spurious)
+
+
+def predicted_gamma(features: str, act: str, alpha: float, regime: str = "few", max_degree: int = 40) -> float:
+    """The limit ``gamma`` of the feature alignment for inputs with ``||z||^2 = d``, ``<z^s, z> = alpha d``.
+
+    The paper's feature-alignment theorems for RF and NTK (Bombari & Mondelli 2024) state that ``F``
+    concentrates to a constant set by ``alpha`` and the Hermite coefficients; the formulas here are the
+    kernel limits of ``F`` in two regimes:
+
+    * ``"few"`` (``N << d``; only the constant component is spanned by the other samples):
+      ``gamma_RF = sum_{l>=1} mu_l^2 alpha^l / sum_{l>=1} mu_l^2`` and
+      ``gamma_NTK = alpha sum_{l>=0} mu'_l^2 alpha^l / sum_{l>=0} mu'_l^2``;
+    * ``"many"`` (``d << N << d^2``; the degree-1 RF / degree-0 NTK component is spanned too): the same sums
+      from ``l >= 2`` (RF) and ``l >= 1`` (NTK).
+
+    Parameters
+    ----------
+    features : {"rf", "ntk"}
+    act : {"phi2", "phi4", "relu"}
+    alpha : float
+        The spurious fraction, in (0, 1).
+    regime : {"few", "many"}, default "few"
+    max_degree : int, default 40
+        Truncation of the series (exact for phi2 and phi4; ReLU's tail beyond 40 is below 1e-4).
+
+    Returns
+    -------
+    float
+    """
+    features = check_choice(features, "features", FEATURE_MAPS)
+    act = check_choice(act, "act", ACTIVATIONS)
+    alpha = check_float(alpha, "alpha", min_val=0.0, max_val=1.0, include_boundaries="neither")
+    regime = check_choice(regime, "regime", REGIMES)
+    mu2 = hermite_coefficients(features, act, max_degree) ** 2
+    degrees = np.arange(len(mu2))
+    start = (1 if features == "rf" else 0) + (1 if regime == "many" else 0)
+    keep = degrees >= start
+    ratio = float(np.sum(mu2[keep] * alpha ** degrees[keep]) / np.sum(mu2[keep]))
+    return ratio * (alpha if features == "ntk" else 1.0)
+
+
+def binomial_se(p: float, n: int) -> float:
+    """Standard error ``sqrt(p (1 - p) / n)`` of an accuracy measured on ``n`` samples.
+
+    Parameters
+    ----------
+    p : float
+    n : int
+
+    Returns
+    -------
+    float
+    """
+    return math.sqrt(max(p * (1 - p), 0.0) / max(n, 1))
