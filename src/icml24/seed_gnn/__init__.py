@@ -6,7 +6,14 @@ require("torch_geometric", extra="graphs", what="seed_gnn")
 
 from .baselines import EGNNEditor, FineTuneEditor, GREEditor, rewire  # noqa: E402
 from .editor import EditRecord, GnnMlpEditor, SeedGNNEditor, SequentialEditor, summarize  # noqa: E402
-from .experiments import load_graph, make_editor, pretrained, run_editors, select_targets  # noqa: E402
+from .experiments import (  # noqa: E402
+    load_graph,
+    make_editor,
+    per_class_split,
+    pretrained,
+    run_editors,
+    select_targets,
+)
 
 __all__ = [
     "SeedGNNEditor",
@@ -19,6 +26,7 @@ __all__ = [
     "EditRecord",
     "summarize",
     "load_graph",
+    "per_class_split",
     "pretrained",
     "select_targets",
     "make_editor",

@@ -12,11 +12,11 @@ import torch.nn.functional as F
 from scipy.optimize import nnls
 from torch import Tensor, nn
 from torch_geometric.data import Data
-from torch_geometric.utils import k_hop_subgraph, subgraph
+from torch_geometric.utils import k_hop_subgraph
 
 from ..errors import InputError
 from ..validation import check_bool, check_float, check_int, check_tensor
-from .editor import GnnMlpEditor, SequentialEditor, gnn_outputs
+from .editor import GnnMlpEditor, SequentialEditor, induced, structure_like
 
 
 class EGNNEditor(GnnMlpEditor):
@@ -27,7 +27,7 @@ class EGNNEditor(GnnMlpEditor):
     Parameters
     ----------
     gnn : torch.nn.Module
-        A trained node classifier; it is frozen.
+        A trained node classifier, ``gnn(x, edge_index)``; only read, never modified.
     data : torch_geometric.data.Data
         The graph with its three masks.
     lr : float, default 0.01
@@ -42,6 +42,8 @@ class EGNNEditor(GnnMlpEditor):
         Seeds the MLP and the warm-up batches.
     fast : bool, default True
         Edit steps with the MLP's backward written out.
+    inference_batch : int, optional
+        Cache the GNN's outputs this many nodes at a time (as :class:`~icml24.seed_gnn.SeedGNNEditor`).
 
     References
     ----------
@@ -64,10 +66,12 @@ class EGNNEditor(GnnMlpEditor):
         mlp_dropout: float | None = None,
         seed: int = 0,
         fast: bool = True,
+        inference_batch: int | None = None,
     ) -> None:
         super().__init__(
             gnn,
             data,
+            inference_batch=inference_batch,
             lr=lr,
             max_steps=max_steps,
             replay=False,
@@ -108,14 +112,25 @@ class FineTuneEditor(SequentialEditor):
         At most this many steps per edit.
     hops : int, optional
         Message-passing layers of the GNN (default ``gnn.num_layers``, else 0: full-graph steps).
+    inference_batch : int, optional
+        Evaluate the whole graph this many nodes at a time (:func:`~icml24.seed_gnn.editor.chunked_outputs`).
     """
 
     name = "finetune"
+    _required_masks = ()
 
     def __init__(
-        self, gnn: nn.Module, data: Data, *, lr: float = 0.01, max_steps: int = 500, hops: int | None = None
+        self,
+        gnn: nn.Module,
+        data: Data,
+        *,
+        lr: float = 0.01,
+        max_steps: int = 500,
+        hops: int | None = None,
+        inference_batch: int | None = None,
     ) -> None:
-        super().__init__(gnn, data)
+        super().__init__(gnn, data, inference_batch=inference_batch)
+        self._base_out = None
         if hops is None:
             hops = getattr(gnn, "num_layers", 0)
         self.hops = check_int(hops, "hops", min_val=0)
@@ -124,6 +139,7 @@ class FineTuneEditor(SequentialEditor):
         self.model = copy.deepcopy(gnn)
         for p in self.model.parameters():
             p.requires_grad_(True)
+        self.model.to(self.device)
         self.lr, self.max_steps = float(lr), max_steps
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.lr, fused=True)
 
@@ -136,11 +152,11 @@ class FineTuneEditor(SequentialEditor):
         torch.Tensor
             Nodes x classes.
         """
-        return gnn_outputs(self.model, self.data.x, self.data.edge_index)
+        return self.outputs_of(self.model)
 
     def _edit(self, node: int, label: int, index: int) -> tuple[int, int, int]:
         self.model.eval()
-        y = torch.tensor([label])
+        y = torch.tensor([label], device=self.device)
         if int(self.logits()[node].argmax()) == label:
             return 0, 1, 0
         self._start_edit()
@@ -167,12 +183,17 @@ class FineTuneEditor(SequentialEditor):
     def _receptive_field(self, node: int) -> tuple[Tensor, Tensor, int]:
         """Features, edges and the target's position of the subgraph a step needs (the whole graph if
         ``hops == 0``)."""
+        d = self.data
         if self.hops == 0:
-            return self.data.x, self.data.edge_index, node
-        subset, ei, mapping, _ = k_hop_subgraph(
-            node, self.hops + 1, self.data.edge_index, relabel_nodes=True, num_nodes=self.data.num_nodes
+            return d.x, d.adj, node
+        subset, ei, mapping, mask = k_hop_subgraph(
+            node, self.hops + 1, d.edge_index, relabel_nodes=True, num_nodes=d.num_nodes
         )
-        return self.data.x[subset], ei, int(mapping[0])
+        w = None if d.edge_weight is None else d.edge_weight[mask]
+        return d.x[subset], structure_like(d.adj, ei, subset.numel(), w), int(mapping[0])
+
+    def _release(self) -> None:
+        self.model = self.optimizer = None  # type: ignore[assignment]
 
     def _state(self) -> dict[str, Any]:
         return {
@@ -214,19 +235,20 @@ def rewire(grad_target: Tensor, anchors: Tensor, gamma: float = 1.0) -> Tensor:
     """
     check_tensor(grad_target, "grad_target", dtype=None, finite=False, allow_empty=True)
     check_tensor(anchors, "anchors", dtype=None, finite=False, allow_empty=True)
-    g = grad_target.detach().double().reshape(-1)
+    g = grad_target.detach().double().reshape(-1).cpu()  # a small problem: solved on the CPU
     if anchors.dim() not in (1, 2) or anchors.shape[-1] != g.numel() or anchors.numel() == 0:
         raise InputError(f"anchors must be [K, {g.numel()}] (one row per anchor gradient), got {tuple(anchors.shape)}")
     check_tensor(grad_target, "grad_target", dtype=None, allow_empty=True)
     check_tensor(anchors, "anchors", dtype=None)
     gamma = check_float(gamma, "gamma", min_val=0.0)
-    A = anchors.detach().double().reshape(-1, g.numel())
+    A = anchors.detach().double().reshape(-1, g.numel()).cpu()
     if A.shape[0] == 1:
         aa = float(A[0] @ A[0])
         v = torch.tensor([max(0.0, -float(A[0] @ g) / aa) if aa > 0 else 0.0], dtype=torch.float64)
     else:
         v = torch.from_numpy(nnls(A.T.numpy(), -g.numpy())[0])
-    return ((g + A.T @ v) / (1.0 + gamma)).to(grad_target.dtype).view_as(grad_target)
+    out = (g + A.T @ v) / (1.0 + gamma)
+    return out.to(device=grad_target.device, dtype=grad_target.dtype).view_as(grad_target)
 
 
 class GREEditor(FineTuneEditor):
@@ -271,6 +293,7 @@ class GREEditor(FineTuneEditor):
     """
 
     name = "gre"
+    _required_masks = ("train_mask",)
 
     def __init__(
         self,
@@ -288,15 +311,16 @@ class GREEditor(FineTuneEditor):
         gamma = check_float(gamma, "gamma", min_val=0.0)
         splits = check_int(splits, "splits", min_val=1)
         official_quirk = check_bool(official_quirk, "official_quirk")
+        data = self.data
         train = data.train_mask.nonzero().view(-1)
         if train.numel() < splits:
             raise InputError(f"splits={splits} but the graph has only {train.numel()} training nodes")
         self.gamma, self.splits, self.official_quirk = float(gamma), splits, bool(official_quirk)
         if splits > 1:
             self.name = "gre+"
-        ei, _ = subgraph(train, data.edge_index, relabel_nodes=True, num_nodes=data.num_nodes)
-        self._train_x, self._train_ei, self._train_y = data.x[train], ei, data.y[train]
-        self._chunks = [torch.from_numpy(c) for c in np.array_split(np.arange(train.numel()), splits)]
+        self._train_x, self._train_ei = induced(data, train)
+        self._train_y = data.y[train]
+        self._chunks = [torch.from_numpy(c).to(self.device) for c in np.array_split(np.arange(train.numel()), splits)]
         self._params = [p for p in self.model.parameters() if p.requires_grad]
 
     def _flat_grad(self, loss: Tensor) -> Tensor:

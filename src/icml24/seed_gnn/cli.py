@@ -28,8 +28,21 @@ def register(subparsers, parents) -> None:
     e.add_argument(
         "--data",
         default="auto",
-        choices=["auto", "cora", "csbm"],
-        help="cora (data root), csbm (synthetic), auto (cora when present)",
+        choices=[
+            "auto",
+            "cora",
+            "citeseer",
+            "pubmed",
+            "csbm",
+            "amazoncomputers",
+            "amazonphoto",
+            "coauthorcs",
+            "coauthorphysics",
+            "ogbn-arxiv",
+            "ogbn-products",
+        ],
+        help="a graph from the data root (cora, citeseer, pubmed, amazon*, coauthor*), csbm (synthetic), "
+        "auto (cora when present)",
     )
     e.add_argument("--model", default="gcn", choices=["gcn", "sage", "gin"])
     e.add_argument("--editor", default="seed", choices=["seed", "egnn", "finetune", "gre", "gre+"])

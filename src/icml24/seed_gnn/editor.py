@@ -2,8 +2,9 @@
 
 Faithful to the official code (github.com/henryzhongsc/gnn_editing at 7e0064e; ``pipelines/seed_gnn``):
 
-1. The GNN ``g`` is frozen forever; the model is ``f(v) = g(v) + MLP(x_v)`` with an MLP of the GNN's depth,
-   width and dropout (EGNN's design). Only the MLP is ever trained.
+1. The GNN ``g`` is never trained (the caller's model is only read: its outputs are cached under
+   ``torch.no_grad``; nothing is frozen in place); the model is ``f(v) = g(v) + MLP(x_v)`` with an MLP of
+   the GNN's depth, width and dropout (EGNN's design). Only the MLP is ever trained.
 2. Warm-up (``finetune_mlp``): 100 iterations, each on 32 training nodes drawn with replacement, minimising
    ``CE(MLP(x) + g, y) + KL(p_g || p_{MLP+g})`` (batchmean), Adam at the *edit* learning rate. As in the
    official code the GNN outputs of the warm-up come from the inductive train-node subgraph, and the model is
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import copy
 import io
+import math
 import time
 import warnings
 from dataclasses import asdict, dataclass
@@ -44,26 +46,110 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.data import Data
-from torch_geometric.utils import k_hop_subgraph
+from torch_geometric.utils import k_hop_subgraph, subgraph
 
 from ..errors import InputError
-from ..nn.gnn import MLP, to_inductive
+from ..nn.gnn import MLP
 from ..runs import atomic_write_bytes
 from ..validation import check_bool, check_float, check_int, check_probability, check_seed, check_tensor
 
+# --------------------------------------------------------------------------------------------- graph inputs
+EVAL_MASKS = ("train_mask", "val_mask", "test_mask")
 
-# --------------------------------------------------------------------------------------------- validation
-def check_graph(data: Data, *, masks: bool = True) -> Data:
-    """Validate a node-classification graph: features, edges, labels and (optionally) the three masks.
+
+def _is_torch_sparse(a: Any) -> bool:
+    return isinstance(a, Tensor) and a.layout in (torch.sparse_coo, torch.sparse_csr, torch.sparse_csc)
+
+
+def _is_sparse_tensor(a: Any) -> bool:  # torch_sparse.SparseTensor, without importing torch_sparse
+    return type(a).__name__ == "SparseTensor" and hasattr(a, "coo") and hasattr(a, "sparse_sizes")
+
+
+def edges_of(adj: Any, num_nodes: int) -> tuple[Tensor, Tensor | None]:
+    """``edge_index`` (source, target) and edge values of a graph structure as PyG models take it.
+
+    Parameters
+    ----------
+    adj : torch.Tensor or torch_sparse.SparseTensor
+        A 2 x E ``edge_index``, or an ``adj_t`` (a torch sparse tensor or a ``SparseTensor``) whose entry
+        ``[i, j]`` is the edge ``j -> i``, as PyG's ``ToSparseTensor`` lays it out.
+    num_nodes : int
+        Nodes of the graph.
+
+    Returns
+    -------
+    edge_index : torch.Tensor
+        2 x E, long.
+    values : torch.Tensor or None
+        The edge values of a sparse ``adj_t`` (None for an ``edge_index`` or a value-less ``SparseTensor``).
+
+    Raises
+    ------
+    InputError
+        When ``adj`` is neither, or is not ``num_nodes x num_nodes``.
+    """
+    if _is_sparse_tensor(adj):
+        if tuple(adj.sparse_sizes()) != (num_nodes, num_nodes):
+            raise InputError(f"data.adj_t must be {num_nodes} x {num_nodes}, got {tuple(adj.sparse_sizes())}")
+        row, col, val = adj.coo()
+        return torch.stack([col, row]).long(), val
+    if _is_torch_sparse(adj):
+        if tuple(adj.shape) != (num_nodes, num_nodes):
+            raise InputError(f"data.adj_t must be {num_nodes} x {num_nodes}, got {tuple(adj.shape)}")
+        coo = adj.to_sparse_coo().coalesce()
+        row, col = coo.indices()
+        return torch.stack([col, row]).long(), coo.values()
+    ei = check_tensor(adj, "data.edge_index", shape=(2, None), dtype="integer", allow_empty=True)
+    if ei.dtype != torch.long:
+        raise InputError(f"data.edge_index must be a 2 x E long tensor, got dtype {ei.dtype}")
+    if ei.numel() and (int(ei.min()) < 0 or int(ei.max()) >= num_nodes):
+        raise InputError(f"data.edge_index refers to nodes outside 0..{num_nodes - 1}")
+    return ei, None
+
+
+def structure_like(like: Any, edge_index: Tensor, num_nodes: int, values: Tensor | None = None) -> Any:
+    """A (sub)graph's structure in the layout of ``like``: an ``edge_index``, a torch sparse ``adj_t`` of the
+    same layout, or a ``SparseTensor``, so that the user's model receives what it was built for.
+
+    Parameters
+    ----------
+    like : torch.Tensor or torch_sparse.SparseTensor
+        The structure the user's graph came with.
+    edge_index : torch.Tensor
+        2 x E edges (source, target) of the (sub)graph.
+    num_nodes : int
+        Its nodes.
+    values : torch.Tensor, optional
+        Edge values aligned with ``edge_index`` (for a sparse ``adj_t``; ones when absent).
+
+    Returns
+    -------
+    torch.Tensor or torch_sparse.SparseTensor
+    """
+    if _is_sparse_tensor(like):
+        return type(like)(row=edge_index[1], col=edge_index[0], value=values, sparse_sizes=(num_nodes, num_nodes))
+    if _is_torch_sparse(like):
+        if values is None:
+            values = torch.ones(edge_index.size(1), device=edge_index.device)
+        adj = torch.sparse_coo_tensor(edge_index.flip(0), values, (num_nodes, num_nodes)).coalesce()
+        if like.layout == torch.sparse_csr:
+            return adj.to_sparse_csr()
+        return adj.to_sparse_csc() if like.layout == torch.sparse_csc else adj
+    return edge_index
+
+
+def check_graph(data: Data, *, masks: bool | Sequence[str] = True) -> Data:
+    """Validate a node-classification graph: features, structure, labels and masks.
 
     Parameters
     ----------
     data : torch_geometric.data.Data
-        With ``x`` (float, nodes x features, finite), ``edge_index`` (2 x E, long, ids in range) and ``y``
-        (long, one label per node).
-    masks : bool, default True
-        Also require boolean ``train_mask``, ``val_mask`` and ``test_mask`` over the nodes, the first
-        selecting at least one node.
+        With ``x`` (float, nodes x features, finite), ``edge_index`` (2 x E, long, ids in range) or ``adj_t``
+        (a torch sparse tensor or a ``SparseTensor``, nodes x nodes), and ``y`` (integer, one label per node).
+    masks : bool or sequence of str, default True
+        The boolean masks that must be present: ``True`` for all of ``train_mask``, ``val_mask`` and
+        ``test_mask``, ``False`` for none, or their names. Masks present but not required are checked too.
+        A required ``train_mask`` must select at least one node.
 
     Returns
     -------
@@ -79,26 +165,103 @@ def check_graph(data: Data, *, masks: bool = True) -> Data:
         raise InputError(f"data must be a torch_geometric.data.Data, got {type(data).__name__}")
     x = check_tensor(getattr(data, "x", None), "data.x", ndim=2, dtype="float", allow_empty=True)
     n = x.size(0)
-    ei = check_tensor(
-        getattr(data, "edge_index", None), "data.edge_index", shape=(2, None), dtype="integer", allow_empty=True
-    )
-    if ei.dtype != torch.long:
-        raise InputError(f"data.edge_index must be a 2 x E long tensor, got dtype {ei.dtype}")
-    if ei.numel() and (int(ei.min()) < 0 or int(ei.max()) >= n):
-        raise InputError(f"data.edge_index refers to nodes outside 0..{n - 1}")
+    adj = getattr(data, "edge_index", None)
+    if adj is None:
+        adj = getattr(data, "adj_t", None)
+        if adj is None:
+            raise InputError("data has neither edge_index nor adj_t", "give the graph's edges in one of them")
+    edges_of(adj, n)
     y = check_tensor(getattr(data, "y", None), "data.y", shape=(n,), dtype="integer", allow_empty=True)
     if y.dtype != torch.long:
         raise InputError(f"data.y must be a long tensor of {n} class labels, got dtype {y.dtype}")
-    if masks:
-        for name in ("train_mask", "val_mask", "test_mask"):
+    required = EVAL_MASKS if masks is True else () if masks is False else tuple(masks)
+    for name in EVAL_MASKS:
+        if name in required or getattr(data, name, None) is not None:
             check_tensor(getattr(data, name, None), f"data.{name}", shape=(n,), dtype="bool", allow_empty=True)
-        if not bool(data.train_mask.any()):
-            raise InputError("data.train_mask selects no node")
+    if "train_mask" in required and not bool(data.train_mask.any()):
+        raise InputError("data.train_mask selects no node")
     return data
 
 
+def placement(model: nn.Module) -> tuple[torch.device, torch.dtype]:
+    """The device and floating dtype of a model's first floating parameter or buffer (CPU, float32 if none).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+
+    Returns
+    -------
+    tuple of (torch.device, torch.dtype)
+    """
+    for t in list(model.parameters()) + list(model.buffers()):
+        if t.is_floating_point():
+            return t.device, t.dtype
+    return torch.device("cpu"), torch.get_default_dtype()
+
+
+def prepare_graph(data: Data, model: nn.Module, *, masks: Sequence[str] = ("train_mask",)) -> Data:
+    """The editors' own view of the user's graph (the user's ``Data`` is never modified).
+
+    Validated with :func:`check_graph`; features cast to the model's floating dtype (float64 features for
+    a float32 model, say) and every tensor moved to the model's device; ``edge_index`` derived from
+    ``adj_t`` when only that is given, with ``adj`` holding what the model is called with (the user's own
+    ``edge_index`` or ``adj_t``); missing validation and test masks become empty masks (their accuracies
+    are then NaN).
+
+    Parameters
+    ----------
+    data : torch_geometric.data.Data
+        The user's graph.
+    model : torch.nn.Module
+        The GNN, whose first parameter gives the device and dtype.
+    masks : sequence of str, default ("train_mask",)
+        The masks that must be present.
+
+    Returns
+    -------
+    torch_geometric.data.Data
+        A new ``Data`` with ``x``, ``y``, ``edge_index``, ``edge_weight`` (the ``adj_t`` values or None),
+        ``adj`` and the three masks, on the model's device.
+    """
+    check_graph(data, masks=masks)
+    device, dtype = placement(model)
+    n = data.x.size(0)
+    adj = data.edge_index if getattr(data, "edge_index", None) is not None else data.adj_t
+    ei, w = edges_of(adj, n)
+    out = Data(x=data.x.to(device=device, dtype=dtype), y=data.y.to(device), edge_index=ei.to(device))
+    out.edge_weight = None if w is None else w.to(device)
+    out.adj = adj.to(device) if hasattr(adj, "to") else adj
+    for name in EVAL_MASKS:
+        m = getattr(data, name, None)
+        setattr(out, name, torch.zeros(n, dtype=torch.bool, device=device) if m is None else m.to(device))
+    out.num_nodes = n
+    return out
+
+
+def induced(data: Data, nodes: Tensor) -> tuple[Tensor, Any]:
+    """Features and structure (in the user's layout, :func:`structure_like`) of the subgraph induced by
+    ``nodes``, relabelled ``0..len(nodes)-1``, from a graph of :func:`prepare_graph`.
+
+    Parameters
+    ----------
+    data : torch_geometric.data.Data
+        From :func:`prepare_graph`.
+    nodes : torch.Tensor
+        Node ids (or a boolean mask).
+
+    Returns
+    -------
+    x : torch.Tensor
+    adj : torch.Tensor or torch_sparse.SparseTensor
+    """
+    ei, w = subgraph(nodes, data.edge_index, data.edge_weight, relabel_nodes=True, num_nodes=data.num_nodes)
+    k = int(nodes.sum()) if nodes.dtype == torch.bool else nodes.numel()
+    return data.x[nodes], structure_like(data.adj, ei, k, w)
+
+
 @torch.no_grad()
-def gnn_outputs(gnn: nn.Module, x: Tensor, edge_index: Tensor) -> Tensor:
+def gnn_outputs(gnn: nn.Module, x: Tensor, edge_index: Any) -> Tensor:
     """The GNN's outputs in eval mode (its mode is restored).
 
     Parameters
@@ -107,8 +270,8 @@ def gnn_outputs(gnn: nn.Module, x: Tensor, edge_index: Tensor) -> Tensor:
         ``gnn(x, edge_index) -> (nodes x classes)``.
     x : torch.Tensor
         Node features.
-    edge_index : torch.Tensor
-        Edges, 2 x E.
+    edge_index : torch.Tensor or torch_sparse.SparseTensor
+        Edges, 2 x E, or an ``adj_t``: whatever the model takes.
 
     Returns
     -------
@@ -122,7 +285,7 @@ def gnn_outputs(gnn: nn.Module, x: Tensor, edge_index: Tensor) -> Tensor:
     except Exception as exc:
         raise InputError(
             f"the GNN failed on this graph: {type(exc).__name__}: {exc}",
-            "the model must take (x, edge_index) and match data.x's feature size",
+            "the model must take (x, edge_index) (or the graph's adj_t) and match data.x's feature size",
         ) from None
     finally:
         gnn.train(was)
@@ -134,8 +297,12 @@ def gnn_outputs(gnn: nn.Module, x: Tensor, edge_index: Tensor) -> Tensor:
 def mlp_shape(
     gnn: nn.Module, hidden: int | None = None, layers: int | None = None, dropout: float | None = None
 ) -> tuple[int, int, float]:
-    """The MLP's width, depth and dropout: those given, else the GNN's own (``hidden_channels``,
-    ``num_layers``, ``dropout`` attributes, which :mod:`icml24.nn` backbones expose), else 32, 2 and 0.1.
+    """The MLP's width, depth and dropout: those given, else the GNN's own, else 32, 2 and 0.1 (the official
+    Cora config).
+
+    The GNN's own are its ``hidden_channels``, ``num_layers`` and ``dropout`` attributes, which
+    :mod:`icml24.nn` backbones and PyG's ``torch_geometric.nn.models`` (``GCN``, ``GraphSAGE``, ``GIN``,
+    ``GAT``) expose; PyG keeps ``dropout`` as a ``torch.nn.Dropout`` module, whose ``p`` is read.
 
     Parameters
     ----------
@@ -149,16 +316,65 @@ def mlp_shape(
     -------
     tuple of (int, int, float)
     """
-    h = check_int(hidden if hidden is not None else getattr(gnn, "hidden_channels", 32), "mlp_hidden", min_val=1)
-    n = check_int(layers if layers is not None else getattr(gnn, "num_layers", 2), "mlp_layers", min_val=1)
+
+    def own(name: str, default):
+        v = getattr(gnn, name, None)
+        if isinstance(v, nn.Dropout):
+            v = v.p
+        return default if isinstance(v, (nn.Module, Tensor)) or v is None else v
+
+    h = check_int(hidden if hidden is not None else own("hidden_channels", 32), "mlp_hidden", min_val=1)
+    n = check_int(layers if layers is not None else own("num_layers", 2), "mlp_layers", min_val=1)
     p = check_float(
-        dropout if dropout is not None else getattr(gnn, "dropout", 0.1),
+        dropout if dropout is not None else own("dropout", 0.1),
         "mlp_dropout",
         min_val=0.0,
         max_val=1.0,
         include_boundaries="left",
     )
     return h, n, p
+
+
+@torch.no_grad()
+def chunked_outputs(gnn: nn.Module, data: Data, hops: int, batch_size: int) -> Tensor:
+    """The GNN's outputs on the whole graph, ``batch_size`` nodes at a time, for graphs whose full-graph
+    forward does not fit in memory: memory for the outputs and one receptive field, not all activations.
+
+    Each chunk runs the GNN (eval mode, restored) on the ``hops + 1``-hop subgraph around its nodes (all
+    edges into every node within ``hops + 1`` hops), so every node within ``hops`` hops keeps all its
+    in-edges and degrees, and the chunk's outputs equal the full-graph ones up to float rounding, for
+    message passing with ``hops`` layers (GCN's normalisation, mean/sum aggregation, batch norm in eval
+    mode).
+
+    Parameters
+    ----------
+    gnn : torch.nn.Module
+        ``gnn(x, edge_index) -> (nodes x classes)``.
+    data : torch_geometric.data.Data
+        From :func:`prepare_graph`.
+    hops : int
+        The GNN's message-passing layers (``gnn.num_layers`` for ours and PyG's models).
+    batch_size : int
+        Nodes per chunk.
+
+    Returns
+    -------
+    torch.Tensor
+        Nodes x classes.
+    """
+    hops = check_int(hops, "hops", min_val=1)
+    batch_size = check_int(batch_size, "inference_batch", min_val=1)
+    n = data.num_nodes
+    out = None
+    for start in range(0, n, batch_size):
+        nodes = torch.arange(start, min(start + batch_size, n), device=data.x.device)
+        subset, ei, mapping, mask = k_hop_subgraph(nodes, hops + 1, data.edge_index, relabel_nodes=True, num_nodes=n)
+        w = None if data.edge_weight is None else data.edge_weight[mask]
+        part = gnn_outputs(gnn, data.x[subset], structure_like(data.adj, ei, subset.numel(), w))[mapping]
+        if out is None:
+            out = part.new_empty((n, part.size(1)))
+        out[nodes] = part
+    return out
 
 
 # ------------------------------------------------------------------------------------------------ records
@@ -274,25 +490,74 @@ class SequentialEditor:
 
     name = "editor"
 
-    def __init__(self, gnn: nn.Module, data: Data) -> None:
+    def __init__(self, gnn: nn.Module, data: Data, *, inference_batch: int | None = None) -> None:
         if not isinstance(gnn, nn.Module):
             raise InputError(f"gnn must be a torch.nn.Module, got {type(gnn).__name__}")
-        self.data = check_graph(data)
-        base = gnn_outputs(gnn, data.x, data.edge_index)
+        self.data = data = prepare_graph(data, gnn, masks=self._required_masks)
+        self.device = data.x.device
+        self.inference_batch = check_int(inference_batch, "inference_batch", min_val=1, allow_none=True)
+        if self.inference_batch is not None and not isinstance(getattr(gnn, "num_layers", None), int):
+            raise InputError(
+                "inference_batch needs the GNN's depth, read from gnn.num_layers",
+                "give the model a num_layers attribute or leave inference_batch unset",
+            )
+        self._base_out = base = self.outputs_of(gnn)
         self.num_classes = int(base.size(1))
-        if int(data.y.max()) >= self.num_classes:
+        if data.y.numel() and int(data.y.max()) >= self.num_classes:
             raise InputError(
                 f"data.y has labels up to {int(data.y.max())} but the GNN outputs {self.num_classes} classes"
             )
-        pred = base.argmax(-1)
-        self.base_acc = tuple(
-            float((pred[m] == data.y[m]).float().mean()) if int(m.sum()) else float("nan")
-            for m in (data.train_mask, data.val_mask, data.test_mask)
-        )
+        self.base_acc = self.accuracy_from(base.argmax(-1))
         self.log: list[EditRecord] = []
         self.targets: list[int] = []
         self.labels: list[int] = []
         self._snapshots: list[dict[str, Any]] = []
+        self.closed = False
+
+    _required_masks: tuple[str, ...] = ("train_mask",)
+
+    def outputs_of(self, model: nn.Module) -> Tensor:
+        """A GNN's outputs on the whole graph (eval mode): one full-graph forward, or chunk by chunk
+        (:func:`chunked_outputs`) when the editor was given ``inference_batch``.
+
+        Parameters
+        ----------
+        model : torch.nn.Module
+            The GNN (or the editor's copy of it).
+
+        Returns
+        -------
+        torch.Tensor
+            Nodes x classes.
+        """
+        if self.inference_batch is None:
+            return gnn_outputs(model, self.data.x, self.data.adj)
+        return chunked_outputs(model, self.data, model.num_layers, self.inference_batch)
+
+    # -- lifetime
+    def close(self) -> None:
+        """Release the editor's model, caches and history; later calls raise :class:`InputError`.
+
+        The caller's GNN is never modified by an editor (no parameter, ``requires_grad`` flag or mode is
+        left changed: the editors read it under ``torch.no_grad`` and restore its mode, or edit a copy), so
+        closing only frees memory. Editors are also context managers (``with SeedGNNEditor(...) as ed:``).
+        """
+        self.closed = True
+        self._snapshots = []
+        self._release()
+
+    def _release(self) -> None:
+        """Drop the subclass's models and caches (see :meth:`close`)."""
+
+    def __enter__(self) -> "SequentialEditor":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if getattr(self, "closed", False):
+            raise InputError(f"this {self.name} editor is closed", "build a new one")
 
     # -- subclasses provide
     def logits(self) -> Tensor:  # pragma: no cover - abstract
@@ -322,20 +587,21 @@ class SequentialEditor:
         Parameters
         ----------
         node : int
-            A node id (a one-element tensor is accepted).
+            A node id: a Python or NumPy integer, or a one-element tensor.
         label : int
-            A class of the GNN.
+            A class of the GNN (the same types).
 
         Returns
         -------
         tuple of (int, int)
         """
+        self._check_open()
         n = self.data.num_nodes
         if isinstance(node, Tensor) and node.numel() == 1:
-            node = node.reshape(())
+            node = node.reshape(()).item()
         if isinstance(label, Tensor) and label.numel() == 1:
-            label = label.reshape(())
-        node, label = check_int(node, "node"), check_int(label, "label")
+            label = label.reshape(()).item()
+        node, label = int(check_int(node, "node")), int(check_int(label, "label"))
         if not 0 <= node < n:
             raise InputError(f"node={node!r} is out of range", f"node ids are 0..{n - 1}")
         if not 0 <= label < self.num_classes:
@@ -350,6 +616,7 @@ class SequentialEditor:
         torch.Tensor
             Long, one class per node.
         """
+        self._check_open()
         return self.logits().argmax(-1)
 
     def accuracy(self) -> tuple[float, float, float]:
@@ -359,11 +626,7 @@ class SequentialEditor:
         -------
         tuple of float
         """
-        pred, d = self.predict(), self.data
-        return tuple(
-            float((pred[m] == d.y[m]).float().mean()) if int(m.sum()) else float("nan")
-            for m in (d.train_mask, d.val_mask, d.test_mask)
-        )
+        return self.accuracy_from(self.predict())
 
     def edit(self, node: int, label: int) -> EditRecord:
         """Make the model predict ``label`` for ``node``, on top of all earlier edits; log and return it.
@@ -389,8 +652,8 @@ class SequentialEditor:
         steps, batch, near = self._edit(node, label, index)
         seconds = time.perf_counter() - t0
         pred = self.predict()
-        tgt = torch.tensor(self.targets)
-        sr = float((pred[tgt] == torch.tensor(self.labels)).float().mean())
+        tgt = torch.tensor(self.targets, device=pred.device)
+        sr = float((pred[tgt] == torch.tensor(self.labels, device=pred.device)).float().mean())
         tr, va, te = self.accuracy_from(pred)
         rec = EditRecord(
             index,
@@ -474,6 +737,7 @@ class SequentialEditor:
         to_edit : int, optional
             Between 0 and the number of edits so far.
         """
+        self._check_open()
         n = len(self.log)
         if to_edit is None:
             to_edit = n - 1
@@ -505,6 +769,7 @@ class SequentialEditor:
         -------
         dict of str to object
         """
+        self._check_open()
         return {
             "format": f"icml24.seed_gnn/{self.name}/1",
             "state": self._state(),
@@ -523,7 +788,8 @@ class SequentialEditor:
         """
         if not isinstance(sd, dict) or sd.get("format") != f"icml24.seed_gnn/{self.name}/1":
             raise InputError(f"not a saved {self.name} editor state")
-        if not torch.allclose(sd["fingerprint"], self._fingerprint(), rtol=1e-5, atol=1e-6):
+        self._check_open()
+        if not torch.allclose(sd["fingerprint"], self._fingerprint(), rtol=1e-5, atol=1e-6, equal_nan=True):
             raise InputError(
                 "the saved editor was made for another GNN or graph",
                 "load it into an editor built from the same model and data",
@@ -578,7 +844,7 @@ class GnnMlpEditor(SequentialEditor):
     Parameters
     ----------
     gnn : torch.nn.Module
-        A trained node classifier; it is frozen.
+        A trained node classifier, ``gnn(x, edge_index)``; only read, never modified.
     data : torch_geometric.data.Data
         The graph with its three masks.
     lr : float
@@ -601,6 +867,10 @@ class GnnMlpEditor(SequentialEditor):
         Seeds the MLP, the warm-up batches and the anchors.
     fast : bool, default True
         Edit steps with the MLP's backward written out (same gradients as autograd up to rounding).
+    inference_batch : int, optional
+        Cache the GNN's outputs this many nodes at a time (:func:`chunked_outputs`; needs
+        ``gnn.num_layers``), for graphs whose full-graph forward does not fit in memory. Default: one
+        full-graph forward.
     """
 
     name = "gnn_mlp"
@@ -623,8 +893,9 @@ class GnnMlpEditor(SequentialEditor):
         official_neighbor_quirk: bool = False,
         seed: int = 0,
         fast: bool = True,
+        inference_batch: int | None = None,
     ) -> None:
-        super().__init__(gnn, data)
+        super().__init__(gnn, data, inference_batch=inference_batch)
         self.fast = check_bool(fast, "fast")
         lr = check_float(lr, "lr", min_val=0.0, include_boundaries="right")
         max_steps = check_int(max_steps, "max_steps", min_val=1)
@@ -636,22 +907,28 @@ class GnnMlpEditor(SequentialEditor):
         self.lr, self.max_steps, self.replay = lr, max_steps, check_bool(replay, "replay")
         self.alpha, self.beta, self.seed = alpha, beta, seed
         self.quirk = check_bool(official_neighbor_quirk, "official_neighbor_quirk")
+        # the caller's GNN is only read, under no_grad and with its mode restored: never frozen in place
         self.gnn = gnn
-        for p in gnn.parameters():
-            p.requires_grad_(False)
+        data = self.data
         h, layers, p = mlp_shape(gnn, mlp_hidden, mlp_layers, mlp_dropout)
         gen = torch.Generator().manual_seed(seed)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))
             self.mlp = MLP(data.num_features, h, self.num_classes, layers, p)
-        self.g = gnn_outputs(gnn, data.x, data.edge_index)  # cached once on the whole graph
+        self.mlp.to(device=self.device, dtype=data.x.dtype)
+        self.g, self._base_out = self._base_out, None  # the GNN's outputs, cached once on the whole graph
+        self._ei_cpu = data.edge_index.cpu()  # the anchors' neighbourhoods are found on the CPU
+        # sparse (bag-of-words) features on the CPU: the fused step's first layer uses sparse products
+        x = data.x
+        self._sparse_x = x.numel() > 0 and x.device.type == "cpu" and float((x != 0).float().mean()) < 0.2
         self.optimizer = self._adam()
         self._warmup(warmup_iters, warmup_batch, gen)
         # anchors come from the post-warm-up model, fixed for the whole sequence
-        pred = self.predict()
-        self.train_nodes = data.train_mask.nonzero().view(-1)
-        self.correct_pos = (pred[self.train_nodes] == data.y[self.train_nodes]).nonzero().view(-1)
-        self.warm_acc = self.accuracy_from(pred)
+        pred = self.predict().cpu()
+        y = data.y.cpu()
+        self.train_nodes = data.train_mask.cpu().nonzero().view(-1)
+        self.correct_pos = (pred[self.train_nodes] == y[self.train_nodes]).nonzero().view(-1)
+        self.warm_acc = self.accuracy_from(pred.to(self.device))
         # the official finetune_mlp uses its own optimizer; editing starts with a fresh one that persists
         self.optimizer = self._adam()
 
@@ -659,17 +936,28 @@ class GnnMlpEditor(SequentialEditor):
         # fused: the same update as the official (single-tensor) Adam, in one kernel per step
         return torch.optim.Adam(self.mlp.parameters(), lr=self.lr, fused=True)
 
+    def _release(self) -> None:
+        self.gnn = self.mlp = self.g = self.optimizer = None  # type: ignore[assignment]
+
     def _warmup(self, iters: int, batch: int, gen: torch.Generator) -> None:
-        train = to_inductive(self.data)
-        g_train = gnn_outputs(self.gnn, train.x, train.edge_index)
+        d, mask = self.data, self.data.train_mask
+        train_x, train_adj = induced(d, mask)
+        train_y = d.y[mask]
+        if self.inference_batch is None:
+            g_train = gnn_outputs(self.gnn, train_x, train_adj)
+        else:
+            ei, w = subgraph(mask, d.edge_index, d.edge_weight, relabel_nodes=True, num_nodes=d.num_nodes)
+            sub = Data(x=train_x, edge_index=ei, num_nodes=train_x.size(0))
+            sub.edge_weight, sub.adj = w, train_adj
+            g_train = chunked_outputs(self.gnn, sub, self.gnn.num_layers, self.inference_batch)
         log_p_gnn = F.log_softmax(g_train, dim=-1)
         self.mlp.eval()  # as in the official finetune_mlp: the model is in eval mode
         for _ in range(iters):
-            idx = torch.randint(0, train.num_nodes, (batch,), generator=gen)
+            idx = torch.randint(0, train_x.size(0), (batch,), generator=gen).to(self.device)
             self.optimizer.zero_grad()
-            out = self.mlp(train.x[idx]) + g_train[idx]
+            out = self.mlp(train_x[idx]) + g_train[idx]
             log_q = F.log_softmax(out, dim=-1)
-            loss = F.cross_entropy(out, train.y[idx]) + F.kl_div(
+            loss = F.cross_entropy(out, train_y[idx]) + F.kl_div(
                 log_q, log_p_gnn[idx], log_target=True, reduction="batchmean"
             )
             loss.backward()
@@ -715,7 +1003,7 @@ class GnnMlpEditor(SequentialEditor):
         if self.beta == 0:
             return torch.zeros(0, dtype=torch.long), 0
         gen = torch.Generator().manual_seed(self.seed + index)
-        ei = self.data.edge_index
+        ei = self._ei_cpu
         hops, hood = 0, torch.zeros(0, dtype=torch.long)
         while hood.numel() < self.beta and hops < 4:
             hops += 1
@@ -741,11 +1029,11 @@ class GnnMlpEditor(SequentialEditor):
             nodes, labels = [node], [label]
         n_targets = len(nodes)
         anchors, near = self.anchors(node, index)
-        batch = torch.cat([torch.tensor(nodes), anchors])
-        y = torch.cat([torch.tensor(labels), self.data.y[anchors]])
+        batch = torch.cat([torch.tensor(nodes), anchors]).to(self.device)
+        y = torch.cat([torch.tensor(labels, device=self.device), self.data.y[batch[n_targets:]]])
         self.mlp.eval()  # editing runs without dropout, as in the official code after its first check
         with torch.no_grad():
-            if int(self.forward_nodes(torch.tensor([node])).argmax(-1)) == label:
+            if int(self.forward_nodes(batch[n_targets - 1 : n_targets]).argmax(-1)) == label:
                 return 0, int(batch.numel()), near
         xb, gb = self.data.x[batch], self.g[batch]  # the batch is fixed within an edit: gather once
         step = self._fused_step(xb, gb, y, n_targets) if self.fast else self._autograd_step(xb, gb, y, n_targets)
@@ -771,84 +1059,134 @@ class GnnMlpEditor(SequentialEditor):
         return step
 
     def _fused_step(self, xb: Tensor, gb: Tensor, y: Tensor, n_targets: int):
-        """The same step with the MLP's backward written out (eval mode: Linear and ReLU, no dropout), and the
-        first layer on sparse features when they are sparse (bag-of-words). Same gradients as autograd up
-        to float rounding; several times fewer operations per step."""
+        """The same step with the MLP's backward written out (eval mode: Linear and ReLU, no dropout), the
+        first layer on sparse features when they are sparse (bag-of-words), gradients written straight into
+        one flat buffer and Adam applied to it (:meth:`_flat_adam`). Same gradients and update as autograd
+        and ``torch.optim.Adam`` up to float rounding; several times fewer operations per step."""
         lins = list(self.mlp.layers)
         params = [p for lin in lins for p in (lin.weight, lin.bias)]
-        sparse = xb.numel() > 0 and float((xb != 0).float().mean()) < 0.2
+        sparse = self._sparse_x and xb.numel() > 0
         with warnings.catch_warnings():  # torch calls CSR support "beta"; these two products are exact
             warnings.simplefilter("ignore", UserWarning)
             xs = xb.to_sparse_csr() if sparse else None
             xt = xb.t().contiguous().to_sparse_csr() if sparse else None
         onehot = F.one_hot(y, self.num_classes).to(gb.dtype)
         inv_b = 1.0 / y.numel()
-        adam = self._functional_adam(params)
+        # with sparse features the first weight is stored transposed (in x in, out order) so that both of
+        # its sparse products read and write contiguous memory
+        adam, grads = self._flat_adam(params, transposed=(0,) if sparse else ())
+        last = len(lins) - 1
+        wt = [lin.weight.t() for lin in lins]  # views: they follow the in-place updates
+        g0t = grads[0].t()  # (in x out), contiguous when the first weight is stored transposed
 
         @torch.no_grad()
         def step() -> bool:
             hs, zs = [xb], []
             h = xb
             for i, lin in enumerate(lins):
-                z = (xs @ lin.weight.t() if (i == 0 and sparse) else h @ lin.weight.t()) + lin.bias
+                z = torch.addmm(lin.bias, xs if (i == 0 and sparse) else h, wt[i])
                 zs.append(z)
-                h = torch.relu(z) if i < len(lins) - 1 else z
+                h = torch.relu(z) if i < last else z
                 hs.append(h)
             out = gb + h
             done = bool((out[:n_targets].argmax(-1) == y[:n_targets]).all())
-            dz = (torch.softmax(out, -1) - onehot) * inv_b
-            for i in range(len(lins) - 1, -1, -1):
-                lin = lins[i]
-                lin.weight.grad = ((xt @ dz).t() if (i == 0 and sparse) else dz.t() @ hs[i]).contiguous()
-                lin.bias.grad = dz.sum(0)
+            dz = torch.softmax(out, -1).sub_(onehot).mul_(inv_b)
+            for i in range(last, -1, -1):
+                if i == 0 and sparse:
+                    torch.mm(xt, dz, out=g0t)
+                else:
+                    torch.mm(dz.t(), hs[i], out=grads[2 * i])
+                torch.sum(dz, 0, out=grads[2 * i + 1])
                 if i:
-                    dz = (dz @ lin.weight) * (zs[i - 1] > 0)
+                    dz = (dz @ lins[i].weight).mul_(zs[i - 1] > 0)
             adam()
             return done
 
-        assert all(p.requires_grad for p in params)
         return step
 
-    def _functional_adam(self, params: list[Tensor]):
-        """``self.optimizer.step`` without its per-call Python overhead (~0.4 ms): torch's functional fused
-        Adam on the optimizer's own state tensors, laid out as ``torch.optim.Adam`` lays them out, so the
-        optimizer object (state_dict, undo, save) stays the one source of truth. Falls back to ``step()``."""
+    def _flat_adam(self, params: list[Tensor], transposed: Sequence[int] = ()):
+        """``torch.optim.Adam``'s update (its single-tensor formula) on one flat buffer per quantity, with
+        public tensor operations only: eight operations per step instead of the optimizer's per-call
+        Python overhead (replacing the earlier call into torch's private functional Adam).
+
+        The parameters, their gradients and the optimizer's ``exp_avg``/``exp_avg_sq`` become views of flat
+        buffers (``params[i]`` for ``i`` in ``transposed`` stored transposed); the optimizer's state is
+        copied into the buffers at each edit and stays the one source of truth (state_dict, undo, save).
+        The second-moment buffer is read through ``max(v, 1e-30)`` before the square root: on these CPUs
+        the square root of zero or of tiny numbers takes a slow path (4-50 times slower), and the change,
+        at most ``3e-14`` on a denominator of at least ``eps = 1e-8``, is below float32 resolution there.
+        Falls back to ``optimizer.step`` for settings it does not cover (amsgrad, weight decay, maximize,
+        several groups).
+
+        Returns
+        -------
+        step : callable
+            One Adam step from the gradients in ``grads``.
+        grads : list of torch.Tensor
+            Views of the flat gradient buffer, one per parameter (also set as ``p.grad``).
+        """
         opt = self.optimizer
         group = opt.param_groups[0]
-        import torch.optim.adam as adam_module
+        if len(opt.param_groups) != 1 or group.get("amsgrad") or group.get("weight_decay") or group.get("maximize"):
+            grads = [torch.zeros_like(p) for p in params]
+            for p, g in zip(params, grads):
+                p.grad = g
+            return opt.step, grads
+        sizes = [p.numel() for p in params]
+        dev, dt = params[0].device, params[0].dtype
 
-        fn = getattr(adam_module, "adam", None)
-        if fn is None or not group.get("fused") or group.get("amsgrad") or len(opt.param_groups) != 1:
-            return opt.step
-        states = []
-        for p in params:
+        def views(flat: Tensor) -> list[Tensor]:
+            return [
+                v.view(p.shape[::-1]).t() if i in transposed else v.view_as(p)
+                for i, (v, p) in enumerate(zip(flat.split(sizes), params))
+            ]
+
+        flat_p = self._flat_params(params, views)
+        flat_g, flat_m, flat_v = (torch.zeros(sum(sizes), device=dev, dtype=dt) for _ in range(3))
+        grads = views(flat_g)
+        step_t = None
+        for p, g, m, v in zip(params, grads, views(flat_m), views(flat_v)):
+            p.grad = g
             st = opt.state[p]
-            if not st:
-                st["step"] = torch.zeros((), dtype=torch.float32)
-                st["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                st["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-            states.append(st)
+            if st:
+                m.copy_(st["exp_avg"])
+                v.copy_(st["exp_avg_sq"])
+                step_t = st["step"] if step_t is None else step_t
+            st["exp_avg"], st["exp_avg_sq"] = m, v
+        if step_t is None:
+            step_t = torch.zeros((), dtype=torch.float32, device=dev if group.get("fused") else None)
+        for p in params:  # one step counter, shared (Adam keeps equal counters for one group anyway)
+            opt.state[p]["step"] = step_t
         b1, b2 = group["betas"]
+        lr, eps = float(group["lr"]), float(group["eps"])
+        count = [int(step_t)]
+        denom = torch.empty_like(flat_v)
 
         def step() -> None:
-            fn(
-                params,
-                [p.grad for p in params],
-                [st["exp_avg"] for st in states],
-                [st["exp_avg_sq"] for st in states],
-                [],
-                [st["step"] for st in states],
-                fused=True,
-                amsgrad=False,
-                beta1=b1,
-                beta2=b2,
-                lr=group["lr"],
-                weight_decay=group["weight_decay"],
-                eps=group["eps"],
-                maximize=False,
-            )
+            count[0] += 1
+            step_t.add_(1)
+            t = count[0]
+            bc1, bc2 = 1.0 - b1**t, 1.0 - b2**t
+            flat_m.lerp_(flat_g, 1.0 - b1)
+            flat_v.mul_(b2).addcmul_(flat_g, flat_g, value=1.0 - b2)
+            torch.clamp(flat_v, min=1e-30, out=denom).sqrt_().div_(math.sqrt(bc2)).add_(eps)
+            flat_p.addcdiv_(flat_m, denom, value=-lr / bc1)
 
-        return step
+        return step, grads
+
+    def _flat_params(self, params: list[Tensor], views) -> Tensor:
+        """One flat buffer holding the MLP's parameters (each parameter a view of it, laid out by ``views``),
+        made once per editor."""
+        flat = getattr(self, "_flat", None)
+        if flat is not None and all(p.data_ptr() == v.data_ptr() for p, v in zip(params, views(flat))):
+            return flat
+        with torch.no_grad():
+            flat = torch.empty(sum(p.numel() for p in params), device=params[0].device, dtype=params[0].dtype)
+            for p, v in zip(params, views(flat)):
+                v.copy_(p)
+                p.data = v
+        self._flat = flat
+        return flat
 
     def _state(self) -> dict[str, Any]:
         return {
@@ -861,7 +1199,7 @@ class GnnMlpEditor(SequentialEditor):
         self.optimizer.load_state_dict(state["optimizer"])
 
     def _fingerprint(self) -> Tensor:
-        return torch.cat([super()._fingerprint(), self.g.sum(0).double().float()])
+        return torch.cat([super()._fingerprint(), self.g.sum(0).double().float().cpu()])
 
 
 class SeedGNNEditor(GnnMlpEditor):
@@ -869,8 +1207,14 @@ class SeedGNNEditor(GnnMlpEditor):
 
     Parameters
     ----------
-    gnn : a trained PyG node classifier, ``gnn(x, edge_index) -> (nodes x classes)``; it is frozen.
-    data : the graph (``x``, ``edge_index``, ``y``, ``train_mask``, ``val_mask``, ``test_mask``).
+    gnn : a trained node classifier, ``gnn(x, edge_index) -> (nodes x classes)``: our backbones, PyG's own
+        ``torch_geometric.nn.models.GCN``/``GraphSAGE``/``GIN`` or any module with that forward. It is only
+        read (under ``torch.no_grad``, its mode restored) and never modified: no parameter, ``requires_grad``
+        flag or mode of the caller's model changes, during editing or after :meth:`close`. The editor runs
+        on the model's device and in its floating dtype.
+    data : the graph: ``x``, ``edge_index`` or ``adj_t`` (torch sparse or ``SparseTensor``; the model is called
+        with what the graph has), ``y`` and ``train_mask``; ``val_mask`` and ``test_mask`` are optional (needed
+        only for the accuracies and the drawdown, NaN without them). The user's ``Data`` is not modified.
     lr : edit (and warm-up) learning rate, Adam; official default 1e-3.
     max_steps : at most this many steps per edit (500).
     alpha, beta : the anchor batch: ``floor(alpha * beta)`` from the target's neighbourhood, ``beta`` in all
@@ -878,11 +1222,14 @@ class SeedGNNEditor(GnnMlpEditor):
     warmup_iters, warmup_batch : the MLP warm-up (100 iterations of 32 nodes; the official code uses 512
         for Amazon and Coauthor).
     mlp_hidden, mlp_layers, mlp_dropout : the MLP's shape; by default the GNN's own (``hidden_channels``,
-        ``num_layers``, ``dropout`` attributes), else 32, 2, 0.1.
+        ``num_layers``, ``dropout`` attributes, as ours and PyG's models have them; :func:`mlp_shape`), else
+        32, 2, 0.1. Give them for a model without those attributes.
     official_neighbor_quirk : reproduce the official neighbour-index bug (see the module docstring).
     seed : seeds the MLP initialisation, the warm-up batches and (``seed + i``) the anchors of edit ``i``.
     fast : edit steps with the MLP's backward written out and sparse first-layer products (default); ``False``
         uses autograd. Both give the same gradients up to float rounding.
+    inference_batch : cache the GNN's outputs this many nodes at a time, for graphs whose full-graph forward
+        does not fit in memory (:func:`chunked_outputs`; needs ``gnn.num_layers``). Default: one full forward.
 
     References
     ----------
@@ -908,10 +1255,12 @@ class SeedGNNEditor(GnnMlpEditor):
         official_neighbor_quirk: bool = False,
         seed: int = 0,
         fast: bool = True,
+        inference_batch: int | None = None,
     ) -> None:
         super().__init__(
             gnn,
             data,
+            inference_batch=inference_batch,
             lr=lr,
             max_steps=max_steps,
             replay=True,
