@@ -39,6 +39,9 @@ torch.set_num_threads(1)
 MUTAG_DIR = Path(os.environ.get("ICML24_DATA", "")).expanduser() / "scip_mpnn" / "MUTAG"
 HAVE_MUTAG = (MUTAG_DIR / "model_MUTAG.json").is_file()
 needs_mutag = pytest.mark.skipif(not HAVE_MUTAG, reason="the official MUTAG artefacts are not in the data root")
+FASHION_DIR = Path(os.environ.get("ICML24_DATA", "")).expanduser() / "fashion-mnist" / "FashionMNIST" / "raw"
+HAS_FASHION = (FASHION_DIR / "train-images-idx3-ubyte.gz").is_file()
+needs_fashion = pytest.mark.skipif(not HAS_FASHION, reason="Fashion-MNIST is not in the data root")
 
 
 @pytest.fixture

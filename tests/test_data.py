@@ -8,10 +8,10 @@ import torch.nn.functional as F
 
 from icml24.data import csbm, data_root, digits, fashion_mnist, gaussian_mixture, planetoid
 from icml24.errors import DataError, DataUnavailable, InputError
+from tests.conftest import needs_fashion
 
 ROOT = data_root()
 HAS_CORA = (ROOT / "planetoid" / "Cora" / "raw" / "ind.cora.x").is_file()
-HAS_FASHION = (ROOT / "fashion-mnist" / "FashionMNIST" / "raw" / "train-images-idx3-ubyte.gz").is_file()
 
 
 def test_data_root_resolution(monkeypatch, tmp_path):
@@ -87,7 +87,7 @@ def test_digits():
         digits(test_size=1.5)
 
 
-@pytest.mark.skipif(not HAS_FASHION, reason="Fashion-MNIST is not in the data root")
+@needs_fashion
 def test_fashion_mnist():
     full = fashion_mnist()
     assert full.x_train.shape == (60000, 1, 28, 28) and full.x_test.shape == (10000, 1, 28, 28)

@@ -7,11 +7,8 @@ import pytest
 
 from icml24 import registry
 from icml24.gnn_certify import paper
-from icml24.gnn_certify.io import mutag_dir
 from icml24.testing import check_claim
-
-HAVE_MUTAG = (mutag_dir() / "model_MUTAG.json").is_file()
-needs_mutag = pytest.mark.skipif(not HAVE_MUTAG, reason="official MUTAG artefacts not in the data root")
+from tests.conftest import needs_mutag
 
 
 def test_registered():

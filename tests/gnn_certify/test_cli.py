@@ -8,9 +8,9 @@ import pytest
 from icml24.errors import InputError
 from icml24.gnn_certify.cli import EXIT_NOT_ROBUST, EXIT_ROBUST, add_arguments, certify_command
 from icml24.gnn_certify.io import mutag_dir
+from tests.conftest import needs_mutag
 
-HAVE_MUTAG = (mutag_dir() / "model_MUTAG.json").is_file()
-pytestmark = pytest.mark.skipif(not HAVE_MUTAG, reason="official MUTAG artefacts not in the data root")
+pytestmark = needs_mutag
 
 
 def _args(*argv):

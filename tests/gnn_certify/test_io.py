@@ -18,10 +18,7 @@ from icml24.gnn_certify import (
     read_instance,
     run_model,
 )
-from icml24.gnn_certify.io import mutag_dir
-
-HAVE_MUTAG = (mutag_dir() / "model_MUTAG.json").is_file()
-needs_mutag = pytest.mark.skipif(not HAVE_MUTAG, reason="official MUTAG artefacts not in the data root")
+from tests.conftest import needs_mutag
 
 
 @needs_mutag

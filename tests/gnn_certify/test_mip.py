@@ -9,12 +9,11 @@ import pytest
 from icml24.gnn_certify import NOT_ROBUST, ROBUST, brute_force_minimum, build_space, certify, compute_bounds
 from icml24.gnn_certify.attacks import greedy_attack
 from icml24.gnn_certify.experiments import synthetic_case
-from icml24.gnn_certify.io import mutag_dir
 from icml24.gnn_certify.mip import CertificationMIP, needed_nodes
 from icml24.threads import single_thread
+from tests.conftest import needs_mutag
 
 ROOT = Path(__file__).resolve().parents[2]
-HAVE_MUTAG = (mutag_dir() / "model_MUTAG.json").is_file()
 
 
 @pytest.mark.parametrize("seed", [1])
@@ -74,7 +73,7 @@ def test_node_task_models_only_what_reaches_the_target():
     assert need[-1].sum() == 1 and need[-1][t] and need[0].sum() == 2  # layer 1: node 4 and its in-neighbour 3
 
 
-@pytest.mark.skipif(not HAVE_MUTAG, reason="official MUTAG artefacts not in the data root")
+@needs_mutag
 def test_benchmark_runs(tmp_path, capsys):
     spec = importlib.util.spec_from_file_location("bench_gc", ROOT / "benchmarks" / "gnn_certify.py")
     bench = importlib.util.module_from_spec(spec)

@@ -8,10 +8,8 @@ scale; here their ``holds`` is checked on contradictions and on a constructed wi
 """
 
 import math
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -19,10 +17,10 @@ from icml24 import registry
 from icml24.claims import Method
 from icml24.group_dro.paper import CLAIMS, METHOD
 from icml24.testing import check_claim
+from tests.conftest import needs_fashion
 
 BY_NAME = {c.name: c for c in CLAIMS}
-_ROOT = Path(os.environ.get("ICML24_DATA", "")).expanduser()
-HAS_FASHION = (_ROOT / "fashion-mnist" / "FashionMNIST" / "raw" / "train-images-idx3-ubyte.gz").is_file()
+
 OURS = [
     "beats-first-order-baselines",
     "beats-every-baseline",
@@ -137,7 +135,7 @@ def test_alem_claim_holds():
     )
 
 
-@pytest.mark.skipif(not HAS_FASHION, reason="Fashion-MNIST is not in the data root")
+@needs_fashion
 def test_minority_group_claim():
     m = check_claim(
         BY_NAME["minority-group"],

@@ -10,12 +10,10 @@ import torch
 import torch.nn.functional as F
 
 from icml24.claims import Scale
-from icml24.data import data_root, fashion_mnist
+from icml24.data import fashion_mnist
 from icml24.errors import DataUnavailable, InputError
 from icml24.group_dro import GroupDROLoss, VRGroupDROLoss
-
-HAS_FASHION = (data_root() / "fashion-mnist" / "FashionMNIST" / "raw" / "train-images-idx3-ubyte.gz").is_file()
-needs_fashion = pytest.mark.skipif(not HAS_FASHION, reason="Fashion-MNIST is not in the data root")
+from tests.conftest import needs_fashion
 
 
 def _ref_group_means(losses, groups, m):
