@@ -45,7 +45,7 @@ import torch
 
 from ..errors import InputError
 from ..validation import check_bool, check_int
-from .network import FeedbackNetwork, loss_fn
+from .network import FeedbackNetwork, check_batch, loss_fn
 from .rules import FA, transpose
 
 Tensor = torch.Tensor
@@ -79,7 +79,7 @@ def potential(net: FeedbackNetwork, j: int) -> Tensor:
     """
     net = _check_net(net)
     n = len(net.layers)
-    j = check_int(j, "layer index", min_val=-n, max_val=n - 1) % n
+    j = net._layer_index(j)
     lay = net.layers[j]
     w = lay.weight.detach()
     m = net._stored(j)
@@ -240,8 +240,7 @@ def update_alignment(net: FeedbackNetwork, x: Tensor, y: Tensor, loss: str = "cr
     UpdateAlignment
     """
     net = _check_net(net)
-    if not isinstance(x, Tensor) or not isinstance(y, Tensor) or y.dim() != 1 or x.shape[0] != y.shape[0]:
-        raise InputError("x must be a (n, ...) tensor and y an (n,) tensor of labels")
+    x, y = check_batch(net, x, y)
     lf = loss_fn(loss)
     groups = [[p for p in (lin.weight, lin.bias) if p is not None and p.requires_grad] for lin in net.layers]
     params = [p for g in groups for p in g]
@@ -302,9 +301,18 @@ class AlignmentRecorder:
         self.update = check_bool(self.update, "update")
         if self.update and (self.x is None or self.y is None):
             raise InputError("update=True needs the batch x and y to compare the update with the gradient")
+        if self.x is not None or self.y is not None:
+            check_batch(self.net, self.x, self.y)  # refused now, not at the first record
         loss_fn(self.loss)  # validates the name
+        if not isinstance(self.history, list):
+            raise InputError(f"history must be a list of records, got {type(self.history).__name__}")
+
+    def _keys(self) -> tuple[str, ...]:
+        base = ("step", "incoming", "potential", "conserved", "alignment")
+        return base + (("update_cosine", "rho", "loss") if self.update else ())
 
     def __call__(self, step: int) -> None:
+        step = check_int(step, "step", min_val=0)
         if step % self.every:
             return
         inc = [float(v.sum()) for v in incoming_norms(self.net)]
@@ -333,8 +341,9 @@ class AlignmentRecorder:
         -------
         list
         """
-        if self.history and key not in self.history[0]:
-            raise InputError(f"no recorded series {key!r}", f"recorded: {', '.join(self.history[0])}")
+        keys = tuple(self.history[0]) if self.history else self._keys()
+        if not isinstance(key, str) or key not in keys:
+            raise InputError(f"no recorded series {key!r} (key)", f"recorded: {', '.join(keys)}")
         return [r[key] for r in self.history]
 
 

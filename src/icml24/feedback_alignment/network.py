@@ -103,6 +103,46 @@ def _conv_args(layer: nn.Module) -> Optional[tuple]:
     return None
 
 
+def _check_function_args(x, weight, bias, feedback, conv, learn) -> None:
+    """Refuse what :class:`FeedbackFunction` cannot compute with (cheap checks of types, shapes and dtypes)."""
+    for value, name in ((x, "x"), (weight, "weight"), (feedback, "feedback")):
+        if not isinstance(value, Tensor):
+            raise InputError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+        if not value.is_floating_point():
+            raise InputError(f"{name} must be a floating-point tensor, got {value.dtype}")
+    if bias is not None and not isinstance(bias, Tensor):
+        raise InputError(f"bias must be a torch.Tensor or None, got {type(bias).__name__}")
+    if learn not in (None, "kp", "wm"):
+        raise InputError(f"learn must be None, 'kp' or 'wm', got {learn!r}")
+    if conv is not None and not (isinstance(conv, tuple) and len(conv) == 3):
+        raise InputError(f"conv must be None or (stride, padding, dilation), got {conv!r}")
+    want = 4 if conv is not None else 2
+    if weight.dim() != want:
+        raise InputError(f"weight must have {want} dimensions, got shape {tuple(weight.shape)}")
+    for value, name in ((x, "x"), (feedback, "feedback"), (bias, "bias")):
+        if value is not None and value.dtype != weight.dtype:
+            raise InputError(
+                f"{name} has dtype {value.dtype} but weight has {weight.dtype}", "convert them to one dtype"
+            )
+    if conv is None:
+        if x.dim() == 0 or x.shape[-1] != weight.shape[1]:
+            raise InputError(
+                f"x has shape {tuple(x.shape)} but weight {tuple(weight.shape)} takes {weight.shape[1]} features"
+            )
+    elif x.dim() != 4 or x.shape[1] != weight.shape[1]:
+        raise InputError(f"x must be (n, {weight.shape[1]}, H, W) for this convolution, got {tuple(x.shape)}")
+    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+        raise InputError(f"bias must have shape ({weight.shape[0]},), got {tuple(bias.shape)}")
+    per_example = x.shape[-1] if conv is None else math.prod(x.shape[1:])
+    if tuple(feedback.shape) != tuple(transpose(weight).shape) and (
+        feedback.dim() != 2 or feedback.shape[0] != per_example or learn is not None
+    ):
+        raise InputError(
+            f"feedback has shape {tuple(feedback.shape)}, expected W^T's {tuple(transpose(weight).shape)}",
+            "or (size of the layer's input, output width) for DFA",
+        )
+
+
 class FeedbackFunction(torch.autograd.Function):
     """A Linear (``z = x W^T + b``) or Conv2d layer forward; backward sends the error down through the feedback.
 
@@ -127,6 +167,7 @@ class FeedbackFunction(torch.autograd.Function):
         learn: Optional[str],
         mirror: Optional[Tensor],
     ) -> Tensor:
+        _check_function_args(x, weight, bias, feedback, conv, learn)
         ctx.save_for_backward(x, feedback)
         ctx.has_bias = bias is not None
         ctx.store = store
@@ -469,9 +510,12 @@ class FeedbackNetwork(nn.Module):
         -------
         torch.Tensor
         """
+        return self._feedback(self._layer_index(j)).detach().clone()
+
+    def _layer_index(self, j: int) -> int:
+        """``j`` checked against the weighted layers (negative counts from the end), as a non-negative index."""
         n = len(self._layers)
-        j = check_int(j, "layer index", min_val=-n, max_val=n - 1)
-        return self._feedback(j % n).detach().clone()
+        return check_int(j, "j (layer index)", min_val=-n, max_val=n - 1) % n
 
     def _stored(self, j: int) -> Optional[Tensor]:
         if self.rule.redraws:
@@ -496,24 +540,29 @@ class FeedbackNetwork(nn.Module):
         Parameters
         ----------
         j : int
+            Index of the weighted layer (negative indices count from the end).
 
         Returns
         -------
         float
         """
-        return self.scales[j] * SQRT_2_OVER_PI
+        return self.scales[self._layer_index(j)] * SQRT_2_OVER_PI
 
     # -- forward
     def forward(self, x: Tensor) -> Tensor:
         if not isinstance(x, Tensor):
             raise InputError(f"x must be a torch.Tensor, got {type(x).__name__}")
         if not x.is_floating_point():
-            raise InputError(f"x must be a floating-point tensor, got {x.dtype}")
+            raise InputError(f"x must be a real floating-point tensor, got {x.dtype}")
         first = self._layers[0]
         if isinstance(self._plan[0], nn.Linear) and (x.dim() == 0 or x.shape[-1] != first.in_features):
             raise InputError(f"x has shape {tuple(x.shape)}, expected (..., {first.in_features})")
         if isinstance(self._plan[0], nn.Conv2d) and (x.dim() != 4 or x.shape[1] != first.in_channels):
             raise InputError(f"x has shape {tuple(x.shape)}, expected (n, {first.in_channels}, H, W)")
+        if x.numel() and not bool(torch.isfinite(x).all()):
+            raise InputError("x contains NaN or infinite entries")
+        if x.dtype != first.weight.dtype:  # float64 data into a float32 network (or back): the network's dtype
+            x = x.to(first.weight.dtype)
         if self.rule.exact:
             return self.model(x)
         grad = torch.is_grad_enabled()
@@ -590,7 +639,7 @@ def make_mlp(
         or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sizes)
     ):
         raise InputError(f"sizes must be at least two positive integers, got {sizes!r}")
-    if activation not in _ACTIVATIONS:
+    if not isinstance(activation, str) or activation not in _ACTIVATIONS:
         raise InputError(f"activation must be one of {', '.join(_ACTIVATIONS)}, got {activation!r}")
     init_scale = check_float(init_scale, "init_scale", min_val=0.0, include_boundaries="right")
     seed = check_seed(seed)
@@ -723,10 +772,11 @@ def align_init_(net: FeedbackNetwork, strength: float) -> FeedbackNetwork:
     strength = check_float(strength, "strength", min_val=0.0, max_val=1.0)
     if net.rule.name not in ("fa", "dfa"):
         raise InputError(
-            f"align_init_ needs fixed feedback of the shape of W^T; rule {net.rule.name!r} has none", "use rule='fa'"
+            f"net: align_init_ needs fixed feedback of the shape of W^T; rule {net.rule.name!r} has none",
+            "use rule='fa'",
         )
     if any(isinstance(l, nn.Conv2d) for l in net.layers):
-        raise InputError("align_init_ supports MLPs (Linear layers only)")
+        raise InputError("net: align_init_ supports MLPs (Linear layers only)")
     layers = range(1, len(net.linears)) if net.rule.name == "fa" else [len(net.linears) - 1]
     for j in layers:
         w = net.linears[j].weight
@@ -761,7 +811,7 @@ def loss_fn(name: str) -> Callable[[Tensor, Tensor], Tensor]:
             return 0.5 * ((z - target) ** 2).sum(dim=-1).mean()
 
         return mse
-    raise InputError(f"loss must be one of {', '.join(LOSSES)}, got {name!r}")
+    raise InputError(f"loss must be one of {', '.join(LOSSES)}, got {name!r}", "give the loss's name as a string")
 
 
 def train(
@@ -812,22 +862,9 @@ def train(
     """
     if not isinstance(net, FeedbackNetwork):
         raise InputError(f"net must be a FeedbackNetwork, got {type(net).__name__}")
-    if (
-        not isinstance(x, Tensor)
-        or not isinstance(y, Tensor)
-        or x.dim() < 2
-        or y.dim() != 1
-        or x.shape[0] != y.shape[0]
-        or x.shape[0] == 0
-    ):
-        raise InputError("x must be (n, features) and y (n,) integer labels, with the same non-zero n")
-    if y.dtype not in (torch.int64, torch.int32):
-        raise InputError(f"y must hold integer class labels, got {y.dtype}")
-    if not bool(torch.isfinite(x).all()):
-        raise InputError("x contains NaN or inf")
-    n_out = net.linears[-1].out_features
-    if int(y.min()) < 0 or int(y.max()) >= n_out:
-        raise InputError(f"y must hold labels in 0..{n_out - 1}")
+    x, y = check_batch(net, x, y)
+    if callback is not None and not callable(callback):
+        raise InputError(f"callback must be callable (called as callback(step)), got {type(callback).__name__}")
     lr = check_float(lr, "lr", min_val=0.0, include_boundaries="right")
     steps = check_int(steps, "steps", min_val=0)
     batch_size = check_int(batch_size, "batch_size", min_val=1, allow_none=True)
@@ -871,7 +908,76 @@ def accuracy(net: nn.Module, x: Tensor, y: Tensor) -> float:
     -------
     float
     """
-    return float((net(x).argmax(dim=-1) == y).double().mean())
+    if not isinstance(net, nn.Module):
+        raise InputError(f"net must be a torch.nn.Module, got {type(net).__name__}")
+    x, y = check_batch(net, x, y)
+    try:
+        out = net(x)
+    except InputError:
+        raise
+    except (RuntimeError, TypeError, ValueError) as exc:
+        raise InputError(f"net failed on x: {' '.join(str(exc).split())}") from None
+    if not isinstance(out, Tensor) or out.dim() != 2 or out.shape[0] != x.shape[0]:
+        raise InputError(f"net must return (n, classes) logits, got {getattr(out, 'shape', type(out).__name__)}")
+    if int(y.max()) >= out.shape[1]:
+        raise InputError(f"y holds label {int(y.max())} but net gives {out.shape[1]} classes")
+    return float((out.argmax(dim=-1) == y).double().mean())
+
+
+def check_batch(net: nn.Module, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+    """Validate a batch for ``net``: ``x`` a finite floating tensor of ``n >= 1`` examples that the first layer
+    takes, ``y`` ``n`` integer labels in ``0..classes-1``.
+
+    ``x`` is returned in the network's floating dtype (float64 data for a float32 network is converted, as
+    :class:`FeedbackNetwork` does in its forward pass); ``y`` as a long tensor. The user's tensors are not
+    modified.
+
+    Parameters
+    ----------
+    net : torch.nn.Module
+        A :class:`FeedbackNetwork` (its first layer and number of classes are checked) or any module.
+    x : torch.Tensor of shape (n, ...)
+    y : torch.Tensor of shape (n,)
+
+    Returns
+    -------
+    x : torch.Tensor
+    y : torch.Tensor
+
+    Raises
+    ------
+    InputError
+        Naming ``x`` or ``y``.
+    """
+    if not isinstance(x, Tensor):
+        raise InputError(f"x must be a torch.Tensor, got {type(x).__name__}", "convert it with torch.as_tensor")
+    if not x.is_floating_point():
+        raise InputError(f"x must be a real floating-point tensor, got {x.dtype}")
+    if x.dim() < 2 or x.shape[0] == 0:
+        raise InputError(f"x must be (n, features...) with n >= 1, got shape {tuple(x.shape)}")
+    if not bool(torch.isfinite(x).all()):
+        raise InputError("x contains NaN or infinite entries")
+    if not isinstance(y, Tensor):
+        raise InputError(f"y must be a torch.Tensor of class labels, got {type(y).__name__}")
+    if y.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
+        raise InputError(f"y must hold integer class labels, got {y.dtype}")
+    if y.dim() != 1 or y.shape[0] != x.shape[0]:
+        raise InputError(f"y must be ({x.shape[0]},): one label per row of x, got shape {tuple(y.shape)}")
+    if int(y.min()) < 0:
+        raise InputError(f"y holds the negative label {int(y.min())}", "labels are 0..classes-1")
+    params = [p for p in net.parameters() if p.is_floating_point()]
+    if isinstance(net, FeedbackNetwork):
+        first = net.layers[0]
+        if isinstance(first, nn.Linear) and x.shape[-1] != first.in_features:
+            raise InputError(f"x has shape {tuple(x.shape)}, expected (n, {first.in_features})")
+        if isinstance(first, nn.Conv2d) and (x.dim() != 4 or x.shape[1] != first.in_channels):
+            raise InputError(f"x has shape {tuple(x.shape)}, expected (n, {first.in_channels}, H, W)")
+        n_out = net.linears[-1].out_features
+        if int(y.max()) >= n_out:
+            raise InputError(f"y must hold labels in 0..{n_out - 1}, got {int(y.max())}")
+    if params and x.dtype != params[0].dtype:
+        x = x.to(params[0].dtype)
+    return x, y.long()
 
 
 __all__ = [
@@ -891,5 +997,6 @@ __all__ = [
     "train",
     "loss_fn",
     "accuracy",
+    "check_batch",
     "LOSSES",
 ]

@@ -141,7 +141,7 @@ def group_sampled_operator(
     g_q : numpy.ndarray
         ``(m,)``: ``-l(w; xi_{i j_i})``.
     """
-    val, grad = problem.sample_eval(w, pos)
+    val, grad = problem._evaluate(w, pos)
     return q @ grad, -val
 
 
@@ -208,7 +208,7 @@ def vr_operator(
     g_q : numpy.ndarray
         ``(m,)``: the q-block of the estimate.
     """
-    val, grad = problem.sample_eval(w, pos)
+    val, grad = problem._evaluate(w, pos)
     g_w = snap.F_w + q @ grad - snap.q @ snap.grads[pos]
     g_q = snap.F_q - (val - snap.values[pos])
     return g_w, g_q
@@ -279,7 +279,7 @@ def one_level_vr_operator(
         ``(m,)``: the q-block of the estimate.
     """
     m = problem.m
-    val, grad = problem.sample_eval(w, np.array([pos]))
+    val, grad = problem._evaluate(w, np.array([pos]))
     g_w = snap.F_w + m * (q[group] * grad[0] - snap.q[group] * snap.grads[pos])
     g_q = snap.F_q.copy()
     g_q[group] -= m * (val[0] - snap.values[pos])

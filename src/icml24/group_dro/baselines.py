@@ -127,7 +127,7 @@ def _smd(problem, rng, *, iterations, max_ifo, gamma, w0, risk_offsets, record_e
         for k in range(chunk):
             eta = gamma * math.sqrt(2 * _OMEGA) / (M * math.sqrt(t + 1))
             q = np.exp(lq)
-            val, grad = problem.sample_eval(w, draws[k])
+            val, grad = problem._evaluate(w, draws[k])
             g_q = -(val if offsets is None else val - offsets)
             out_w += eta * w
             out_q += eta * q
@@ -168,7 +168,7 @@ def one_level_operator(
     g_q : numpy.ndarray
         ``(m,)``: ``-m l(w; xi_ij)`` at index ``i``, zero elsewhere.
     """
-    val, grad = problem.sample_eval(w, np.array([pos]))
+    val, grad = problem._evaluate(w, np.array([pos]))
     g_q = np.zeros(problem.m)
     g_q[i] = -problem.m * val[0]
     return problem.m * q[i] * grad[0], g_q
@@ -267,7 +267,7 @@ def one_level_vr(
                 val, dv = fast(float(x @ w_half), Y[j])
                 grad = dv * x
             else:
-                v, g = problem.sample_eval(w_half, pos[k : k + 1])
+                v, g = problem._evaluate(w_half, pos[k : k + 1])
                 val, grad = float(v[0]), g[0]
             # w-block: prox of g_w = F_w(z_bar) + m (q_half_i grad l_ij(w_half) - q_bar_i grad l_ij(w_bar))
             w = project(base_w - (cw * q_half[i]) * grad + (cw * snap.q[i]) * snap.grads[j])
@@ -446,7 +446,7 @@ def online_group_dro(
         chunk = every if iterations is None else min(every, iterations - t)
         draws = draw_group_samples(problem, rng, chunk)
         for k in range(chunk):
-            val, grad = problem.sample_eval(w, draws[k])
+            val, grad = problem._evaluate(w, draws[k])
             if m > 1:
                 lq = lq + sq * val
                 lq -= _lse(lq)
@@ -530,7 +530,7 @@ def smd_mero(
             eta = g1 * D / (G * math.sqrt(t + 1))
             avg += eta * w
             tot += eta
-            _, grad = problem.sample_eval(w, pos[t : t + 1])
+            _, grad = problem._evaluate(w, pos[t : t + 1])
             w = problem.domain.project(w - eta * grad[0])
         estimates[i] = float(problem.subproblem(i).risks(avg / tot)[0])
         ifo += T + n_i

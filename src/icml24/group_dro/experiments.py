@@ -247,6 +247,16 @@ class Tuned:
         return self.best.hits.get(target, math.inf)
 
 
+def _positive_floats(values, name: str) -> tuple[float, ...]:
+    """A non-empty sequence of positive finite numbers, as a tuple of floats."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise InputError(f"{name} must be a sequence of positive numbers, got {type(values).__name__}")
+    out = tuple(check_float(v, name, min_val=0.0, include_boundaries="right") for v in values)
+    if not out:
+        raise InputError(f"{name} is empty", "give at least one positive number")
+    return out
+
+
 def tune(
     problem: GroupProblem,
     method: str,
@@ -285,6 +295,17 @@ def tune(
     -------
     Tuned
     """
+    problem = check_problem(problem)
+    if not isinstance(method, str) or method not in GDRO_METHODS:
+        raise InputError(f"unknown method {method!r}", f"choose one of: {', '.join(GDRO_METHODS)}")
+    targets = _positive_floats(targets, "targets")
+    grid = _positive_floats(grid, "grid")
+    max_ifo = check_int(max_ifo, "max_ifo", min_val=1)
+    pilot = check_int(pilot, "pilot", min_val=1)
+    if not isinstance(seed, np.random.Generator):
+        seed = check_int(seed, "seed", min_val=0)
+    keep = check_int(keep, "keep", min_val=1)
+    extra = check_int(extra, "extra", min_val=0)
     scores: dict[float, float] = {}
 
     def score(gs):

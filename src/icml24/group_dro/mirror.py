@@ -24,7 +24,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import InputError
-from ..validation import check_int
+from ..validation import check_array, check_int
 from .problem import GroupProblem
 
 Callback = Callable[[int, np.ndarray, np.ndarray], bool]
@@ -73,10 +73,7 @@ class Geometry:
         if w0 is None:
             w = p.domain.center.copy()
         else:
-            w = np.asarray(w0, dtype=float).reshape(-1)
-            if w.shape != (p.dim,) or not np.all(np.isfinite(w)):
-                raise InputError(f"w0 must be a finite vector of length {p.dim}")
-            w = p.domain.project(w)
+            w = p.domain.project(p.check_point(w0, "w0"))
         return w, np.full(p.m, -self.lnm)
 
     # Lipschitz constants of the operators in the dual norm above ([derived] from the paper's assumptions):
@@ -248,9 +245,9 @@ def check_offsets(risk_offsets, m: int) -> np.ndarray | None:
     """
     if risk_offsets is None:
         return None
-    c = np.asarray(risk_offsets, dtype=float).reshape(-1)
-    if c.shape != (m,) or not np.all(np.isfinite(c)):
-        raise InputError(f"risk_offsets must be {m} finite numbers (one per group)")
+    c = check_array(risk_offsets, "risk_offsets", ndim=(0, 1)).reshape(-1)
+    if c.shape != (m,):
+        raise InputError(f"risk_offsets must be {m} finite numbers (one per group), got {c.size}")
     return c
 
 

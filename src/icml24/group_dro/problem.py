@@ -26,7 +26,7 @@ import numpy as np
 
 from ..data.groups import synthetic_groups
 from ..errors import InputError
-from ..validation import check_array, check_float, check_int
+from ..validation import check_array, check_bool, check_float, check_int
 
 # --------------------------------------------------------------------------------------------- the set W
 
@@ -50,9 +50,7 @@ class Ball:
         r = check_float(self.radius, "radius", min_val=0.0, include_boundaries="right")
         object.__setattr__(self, "radius", r)
         if self.center is not None:
-            c = np.asarray(self.center, dtype=float).ravel()
-            if not np.all(np.isfinite(c)):
-                raise InputError("center must be finite")
+            c = check_array(self.center, "center", ndim=1)
             object.__setattr__(self, "center", tuple(float(v) for v in c))
 
     def bind(self, dim: int) -> "ConvexSet":
@@ -75,6 +73,18 @@ class Box:
 
     lower: float | tuple[float, ...]
     upper: float | tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        bounds = {}
+        for name in ("lower", "upper"):
+            a = check_array(getattr(self, name), name, ndim=(0, 1))
+            bounds[name] = a
+            object.__setattr__(self, name, float(a) if a.ndim == 0 else tuple(float(v) for v in a))
+        lo, hi = bounds["lower"], bounds["upper"]
+        if lo.ndim and hi.ndim and lo.shape != hi.shape:
+            raise InputError(f"lower has {lo.size} entries but upper has {hi.size}", "give bounds of one length")
+        if not np.all(hi > lo):
+            raise InputError("upper must exceed lower in every coordinate", "W must have a non-empty interior")
 
     def bind(self, dim: int) -> "ConvexSet":
         """The box in dimension ``dim`` as a :class:`BoxSet`."""
@@ -445,6 +455,8 @@ class GroupProblem:
         n_samples = check_int(n_samples, "n_samples", min_val=1)
         members = _members(groups, n_samples, labels_allowed=False)
         order = np.concatenate(members)
+        if domain is None:
+            raise InputError("domain is required for an oracle problem", "give a Ball or a Box")
         dom = _bind_domain(domain, d)
         # 0 would make the theory steps infinite (1 / L_F); non-finite ones are refused by check_float
         L = check_float(smoothness, "smoothness", min_val=0.0, include_boundaries="right")
@@ -480,25 +492,103 @@ class GroupProblem:
 
     # ------------------------------------------------------------------------------------------ oracles
     def sample_eval(self, w: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per-sample values and gradients at ``w`` for sample positions ``pos``: ``len(pos)`` IFO."""
+        """Per-sample values and gradients at ``w`` for sample positions ``pos``: ``len(pos)`` IFO.
+
+        Parameters
+        ----------
+        w : array-like of shape (dim,)
+            A finite point.
+        pos : array-like of int
+            Sample positions in ``0..n_total-1``.
+
+        Returns
+        -------
+        (numpy.ndarray, numpy.ndarray)
+            Values ``(len(pos),)`` and gradients ``(len(pos), dim)``.
+        """
+        w = self.check_point(w)
+        pos = check_array(pos, "pos", ndim=1, dtype="integer", allow_empty=True)
+        if pos.size and (pos.min() < 0 or pos.max() >= self.n_total):
+            raise InputError(f"pos holds positions outside 0..{self.n_total - 1}")
         return self._evaluate(w, pos)
 
     def full_eval(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Values and gradients of every sample at ``w`` (``n_total`` IFO)."""
-        return self._evaluate(w, np.arange(self.n_total))
+        """Values and gradients of every sample at ``w`` (``n_total`` IFO).
+
+        Parameters
+        ----------
+        w : array-like of shape (dim,)
+
+        Returns
+        -------
+        (numpy.ndarray, numpy.ndarray)
+        """
+        return self._evaluate(self.check_point(w), np.arange(self.n_total))
 
     def group_means(self, per_sample: np.ndarray) -> np.ndarray:
-        """Average a per-sample array (``(N,)`` or ``(N, d)``) within each group: ``R_i`` or ``grad R_i``."""
+        """Average a per-sample array (``(N,)`` or ``(N, d)``) within each group: ``R_i`` or ``grad R_i``.
+
+        Parameters
+        ----------
+        per_sample : array-like of shape (n_total,) or (n_total, d)
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(m,)`` or ``(m, d)``.
+        """
+        if not isinstance(per_sample, np.ndarray) or per_sample.ndim not in (1, 2) or len(per_sample) != self.n_total:
+            per_sample = check_array(per_sample, "per_sample", ndim=(1, 2), finite=False)
+            if per_sample.shape[0] != self.n_total:
+                raise InputError(f"per_sample must have {self.n_total} rows (one per sample), got {per_sample.shape}")
         sums = np.add.reduceat(per_sample, self.offsets, axis=0)
         return sums / (self.sizes if per_sample.ndim == 1 else self.sizes[:, None])
 
+    def check_point(self, w, name: str = "w") -> np.ndarray:
+        """``w`` as a finite float vector of length :attr:`dim`, or :class:`InputError` naming ``name``.
+
+        Parameters
+        ----------
+        w : array-like of shape (dim,)
+        name : str, default "w"
+
+        Returns
+        -------
+        numpy.ndarray
+            A new float64 array.
+        """
+        if isinstance(w, np.ndarray) and w.shape == (self.dim,) and w.dtype == np.float64:
+            if not np.all(np.isfinite(w)):
+                raise InputError(f"{name} contains NaN or infinite entries")
+            return w.copy()
+        return check_array(w, name, shape=(self.dim,))
+
     def risks(self, w: np.ndarray) -> np.ndarray:
-        """The empirical group risks ``(R_1(w), ..., R_m(w))`` (exact; for evaluation, not counted)."""
-        return self.group_means(self.full_eval(np.asarray(w, dtype=float))[0])
+        """The empirical group risks ``(R_1(w), ..., R_m(w))`` (exact; for evaluation, not counted).
+
+        Parameters
+        ----------
+        w : array-like of shape (dim,)
+
+        Returns
+        -------
+        numpy.ndarray of shape (m,)
+        """
+        return self.group_means(self.full_eval(w)[0])
 
     def risks_and_grads(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``R_i(w)`` and ``grad R_i(w)`` for every group (exact; for evaluation, not counted)."""
-        val, grad = self.full_eval(np.asarray(w, dtype=float))
+        """``R_i(w)`` and ``grad R_i(w)`` for every group (exact; for evaluation, not counted).
+
+        Parameters
+        ----------
+        w : array-like of shape (dim,)
+
+        Returns
+        -------
+        (numpy.ndarray, numpy.ndarray)
+            ``(m,)`` and ``(m, dim)``.
+        """
+        val, grad = self.full_eval(w)
         return self.group_means(val), self.group_means(grad)
 
     def max_risk(self, w: np.ndarray) -> float:
@@ -507,7 +597,7 @@ class GroupProblem:
 
     def subproblem(self, i: int) -> "GroupProblem":
         """Group ``i`` alone as a one-group problem (plain ERM over its samples), sharing the oracle."""
-        i = check_int(i, "group index", min_val=0, max_val=self.m - 1)
+        i = check_int(i, "i (group index)", min_val=0, max_val=self.m - 1)
         start = int(self.offsets[i])
         base = self._evaluate
 
@@ -562,6 +652,13 @@ def synthetic_problem(
     -------
     GroupProblem
     """
+    unknown = sorted(set(kwargs) - {"shift", "flip"})
+    if unknown:
+        raise InputError(f"unknown argument {unknown[0]!r} of synthetic_problem", "it passes on only shift and flip")
+    box = check_bool(box, "box")
+    if not isinstance(loss, str) or loss not in LOSSES:
+        raise InputError(f"loss must be one of {', '.join(LOSSES)}, got {loss!r}")
+    radius = check_float(radius, "radius", min_val=0.0, include_boundaries="right")
     X, y, g = synthetic_groups(m, n, d, seed=seed, **kwargs)
     if loss == "squared":
         y = y.astype(float)
@@ -591,6 +688,8 @@ def _members(groups, n: int, labels_allowed: bool = True) -> list[np.ndarray]:
             raise InputError("groups must be a sequence of index arrays, one per group")
         if groups.shape[0] != n:
             raise InputError(f"groups has {groups.shape[0]} labels but there are {n} samples")
+        if groups.dtype.kind == "f" and not np.all(np.isfinite(groups)):
+            raise InputError("groups contains NaN or infinite labels")
         _, inv = np.unique(groups, return_inverse=True)
         return [np.flatnonzero(inv == g) for g in range(int(inv.max()) + 1)]
     if not isinstance(groups, (list, tuple, np.ndarray)) or len(groups) == 0:

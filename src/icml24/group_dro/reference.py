@@ -19,6 +19,8 @@ import numpy as np
 from scipy import optimize
 
 from ..errors import InputError
+from ..validation import check_array
+from .mirror import check_problem
 from .problem import BallSet, BoxSet, GroupProblem
 
 
@@ -45,10 +47,14 @@ class Reference:
 
 
 def _check_q(q, m: int) -> np.ndarray:
-    q = np.asarray(q, dtype=float).reshape(-1)
-    if q.shape != (m,) or not np.all(np.isfinite(q)) or np.any(q < -1e-12) or abs(q.sum() - 1) > 1e-6:
+    q = check_array(q, "q", shape=(m,))
+    if np.any(q < -1e-12) or abs(q.sum() - 1) > 1e-6:
         raise InputError(f"q must be a probability vector of length {m}")
     return np.clip(q, 0, None) / np.clip(q, 0, None).sum()
+
+
+def _check_offsets(offsets, m: int) -> np.ndarray | None:
+    return None if offsets is None else check_array(offsets, "offsets", shape=(m,))
 
 
 def _minimize_over_W(problem: GroupProblem, fun_grad, w0: np.ndarray) -> np.ndarray:
@@ -103,7 +109,10 @@ def min_weighted_risk(
     (float, numpy.ndarray)
         The lower bound (solver value plus the Frank-Wolfe certificate) and ``u``.
     """
+    problem = check_problem(problem)
     q = _check_q(q, problem.m)
+    offsets = _check_offsets(offsets, problem.m)
+    w0 = None if w0 is None else problem.check_point(w0, "w0")
     c = 0.0 if offsets is None else float(q @ offsets)
     scale = 1.0
 
@@ -139,7 +148,11 @@ def duality_gap(
     float
         An upper bound on the true gap, tight to the solver's accuracy (~1e-9 here).
     """
-    w = np.asarray(w, dtype=float)
+    problem = check_problem(problem)
+    w = problem.check_point(w, "w")
+    q = _check_q(q, problem.m)
+    offsets = _check_offsets(offsets, problem.m)
+    w0 = None if w0 is None else problem.check_point(w0, "w0")
     R = problem.risks(w) - (0.0 if offsets is None else offsets)
     low, _ = min_weighted_risk(problem, q, w0=w if w0 is None else w0, offsets=offsets)
     return float(R.max() - low)
@@ -162,9 +175,12 @@ def minimax_reference(
     -------
     Reference
     """
+    problem = check_problem(problem)
+    offsets = _check_offsets(offsets, problem.m)
+    w0 = None if w0 is None else problem.check_point(w0, "w0")
     dom, d = problem.domain, problem.dim
-    c = np.zeros(problem.m) if offsets is None else np.asarray(offsets, dtype=float)
-    start = dom.center.copy() if w0 is None else dom.project(np.asarray(w0, dtype=float))
+    c = np.zeros(problem.m) if offsets is None else offsets
+    start = dom.center.copy() if w0 is None else dom.project(w0)
     x0 = np.append(start, float((problem.risks(start) - c).max()))
     cache: dict = {}
 
@@ -221,6 +237,7 @@ def group_optima(problem: GroupProblem) -> np.ndarray:
     -------
     numpy.ndarray of shape (m,)
     """
+    problem = check_problem(problem)
     out = np.empty(problem.m)
     for i in range(problem.m):
         out[i], _ = min_weighted_risk(problem.subproblem(i), np.ones(1))

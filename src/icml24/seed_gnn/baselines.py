@@ -233,22 +233,31 @@ def rewire(grad_target: Tensor, anchors: Tensor, gamma: float = 1.0) -> Tensor:
     ----------
     Z. Jiang et al. Gradient Rewiring for Editable Graph Neural Network Training. NeurIPS 2024.
     """
-    check_tensor(grad_target, "grad_target", dtype=None, finite=False, allow_empty=True)
-    check_tensor(anchors, "anchors", dtype=None, finite=False, allow_empty=True)
+    check_tensor(grad_target, "grad_target", dtype="float", finite=False, allow_empty=True)
+    check_tensor(anchors, "anchors", dtype="float", finite=False, allow_empty=True)
     g = grad_target.detach().double().reshape(-1).cpu()  # a small problem: solved on the CPU
     if anchors.dim() not in (1, 2) or anchors.shape[-1] != g.numel() or anchors.numel() == 0:
         raise InputError(f"anchors must be [K, {g.numel()}] (one row per anchor gradient), got {tuple(anchors.shape)}")
-    check_tensor(grad_target, "grad_target", dtype=None, allow_empty=True)
-    check_tensor(anchors, "anchors", dtype=None)
+    check_tensor(grad_target, "grad_target", allow_empty=True)
+    check_tensor(anchors, "anchors")
     gamma = check_float(gamma, "gamma", min_val=0.0)
     A = anchors.detach().double().reshape(-1, g.numel()).cpu()
+    # the cone {d: A d >= 0} does not change when a row of A is scaled by a positive number, and the projection
+    # onto it is positively homogeneous: both are scaled to unit size first, so that no product overflows
+    A = A / A.abs().amax(1, keepdim=True).clamp_min(torch.finfo(torch.float64).tiny)
+    scale = float(g.abs().max()) if g.numel() else 0.0
+    scale = scale if scale > 0 else 1.0
+    g = g / scale
     if A.shape[0] == 1:
         aa = float(A[0] @ A[0])
         v = torch.tensor([max(0.0, -float(A[0] @ g) / aa) if aa > 0 else 0.0], dtype=torch.float64)
     else:
         v = torch.from_numpy(nnls(A.T.numpy(), -g.numpy())[0])
-    out = (g + A.T @ v) / (1.0 + gamma)
-    return out.to(device=grad_target.device, dtype=grad_target.dtype).view_as(grad_target)
+    out = (g + A.T @ v) * (scale / (1.0 + gamma))
+    out = out.to(device=grad_target.device, dtype=grad_target.dtype).view_as(grad_target)
+    if not bool(torch.isfinite(out).all()):
+        raise InputError(f"grad_target is too large: the rewired gradient overflows {grad_target.dtype}")
+    return out
 
 
 class GREEditor(FineTuneEditor):

@@ -36,6 +36,7 @@ from __future__ import annotations
 import copy
 import io
 import math
+import os
 import time
 import warnings
 from dataclasses import asdict, dataclass
@@ -138,7 +139,7 @@ def structure_like(like: Any, edge_index: Tensor, num_nodes: int, values: Tensor
     return edge_index
 
 
-def check_graph(data: Data, *, masks: bool | Sequence[str] = True) -> Data:
+def check_graph(data: Data, *, masks: bool | Sequence[str] = True, name: str = "data") -> Data:
     """Validate a node-classification graph: features, structure, labels and masks.
 
     Parameters
@@ -150,6 +151,8 @@ def check_graph(data: Data, *, masks: bool | Sequence[str] = True) -> Data:
         The boolean masks that must be present: ``True`` for all of ``train_mask``, ``val_mask`` and
         ``test_mask``, ``False`` for none, or their names. Masks present but not required are checked too.
         A required ``train_mask`` must select at least one node.
+    name : str, default "data"
+        The argument's name in the caller, used in the messages (``data.x``, ``data.y``...).
 
     Returns
     -------
@@ -159,27 +162,38 @@ def check_graph(data: Data, *, masks: bool | Sequence[str] = True) -> Data:
     Raises
     ------
     InputError
-        Naming the attribute at fault.
+        Naming the attribute at fault: a graph without nodes, features that are not a finite float
+        matrix, edges outside the graph, labels that are not one non-negative long per node, masks that
+        are not one boolean per node.
     """
     if not isinstance(data, Data):
-        raise InputError(f"data must be a torch_geometric.data.Data, got {type(data).__name__}")
-    x = check_tensor(getattr(data, "x", None), "data.x", ndim=2, dtype="float", allow_empty=True)
+        raise InputError(f"{name} must be a torch_geometric.data.Data, got {type(data).__name__}")
+    x = check_tensor(getattr(data, "x", None), f"{name}.x", ndim=2, dtype="float", allow_empty=True)
     n = x.size(0)
+    if n == 0 or x.size(1) == 0:
+        raise InputError(
+            f"{name} is empty: {name}.x has shape {tuple(x.shape)}", "give a graph with nodes and features"
+        )
     adj = getattr(data, "edge_index", None)
     if adj is None:
         adj = getattr(data, "adj_t", None)
         if adj is None:
-            raise InputError("data has neither edge_index nor adj_t", "give the graph's edges in one of them")
-    edges_of(adj, n)
-    y = check_tensor(getattr(data, "y", None), "data.y", shape=(n,), dtype="integer", allow_empty=True)
+            raise InputError(f"{name} has neither edge_index nor adj_t", "give the graph's edges in one of them")
+    try:
+        edges_of(adj, n)
+    except InputError as exc:
+        raise InputError(str(exc).replace("data.", f"{name}.", 1)) from None
+    y = check_tensor(getattr(data, "y", None), f"{name}.y", shape=(n,), dtype="integer", allow_empty=True)
     if y.dtype != torch.long:
-        raise InputError(f"data.y must be a long tensor of {n} class labels, got dtype {y.dtype}")
+        raise InputError(f"{name}.y must be a long tensor of {n} class labels, got dtype {y.dtype}")
+    if int(y.min()) < 0:
+        raise InputError(f"{name}.y has negative labels (down to {int(y.min())})", "labels are 0..classes-1")
     required = EVAL_MASKS if masks is True else () if masks is False else tuple(masks)
-    for name in EVAL_MASKS:
-        if name in required or getattr(data, name, None) is not None:
-            check_tensor(getattr(data, name, None), f"data.{name}", shape=(n,), dtype="bool", allow_empty=True)
+    for mask in EVAL_MASKS:
+        if mask in required or getattr(data, mask, None) is not None:
+            check_tensor(getattr(data, mask, None), f"{name}.{mask}", shape=(n,), dtype="bool", allow_empty=True)
     if "train_mask" in required and not bool(data.train_mask.any()):
-        raise InputError("data.train_mask selects no node")
+        raise InputError(f"{name}.train_mask selects no node")
     return data
 
 
@@ -377,6 +391,36 @@ def chunked_outputs(gnn: nn.Module, data: Data, hops: int, batch_size: int) -> T
     return out
 
 
+def _check_same_layout(state: Any, current: dict[str, Any]) -> None:
+    """Raise ``ValueError`` unless a saved state has the layout of the editor's own: the same parts, the same
+    tensors (names and shapes) in each model, and optimizers with as many parameters per group."""
+    if not isinstance(state, dict) or set(state) != set(current):
+        raise ValueError(f"parts {sorted(state) if isinstance(state, dict) else type(state).__name__}")
+    for key, mine in current.items():
+        theirs = state[key]
+        if not isinstance(theirs, dict):
+            raise ValueError(f"{key} is a {type(theirs).__name__}")
+        if "param_groups" in mine:
+            groups = theirs.get("param_groups")
+            if not isinstance(groups, list) or [len(g.get("params", ())) for g in groups] != [
+                len(g["params"]) for g in mine["param_groups"]
+            ]:
+                raise ValueError(f"{key} has other parameter groups")
+            continue
+        shapes = {k: tuple(v.shape) for k, v in mine.items()}
+        if {k: tuple(v.shape) if isinstance(v, Tensor) else None for k, v in theirs.items()} != shapes:
+            raise ValueError(f"{key} holds other tensors")
+
+
+def _path_arg(path: Any, name: str) -> Path:
+    """A file path argument: a non-empty ``str`` or ``os.PathLike``."""
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
+        raise InputError(f"{name} must be a file path (str or pathlib.Path), got {type(path).__name__}")
+    if not str(path).strip():
+        raise InputError(f"{name} is empty", "give a file name")
+    return Path(path)
+
+
 # ------------------------------------------------------------------------------------------------ records
 @dataclass
 class EditRecord:
@@ -446,6 +490,14 @@ def summarize(records: Sequence[EditRecord], checkpoints: Sequence[int] = (1, 10
         ``dd@c`` and ``sr@c`` per checkpoint, ``edits``, ``dd_last``, ``sr_last``, ``max_dd``, ``mean_dd``
         (the paper's Avg DD), ``mean_sr``, ``mean_steps`` and ``ms_per_edit``; empty for an empty log.
     """
+    if isinstance(records, (str, bytes)) or not isinstance(records, Sequence):
+        raise InputError(f"records must be a list of EditRecord, got {type(records).__name__}")
+    bad = next((r for r in records if not isinstance(r, EditRecord)), None)
+    if bad is not None:
+        raise InputError(f"records must hold EditRecord entries (an editor's log), got {type(bad).__name__}")
+    if isinstance(checkpoints, (str, bytes)) or not isinstance(checkpoints, Sequence):
+        raise InputError(f"checkpoints must be a sequence of edit counts, got {type(checkpoints).__name__}")
+    checkpoints = [check_int(c, "checkpoints", min_val=1) for c in checkpoints]
     if not records:
         return {}
     out: dict[str, float] = {}
@@ -686,7 +738,9 @@ class SequentialEditor:
         -------
         tuple of float
         """
+        self._check_open()
         d = self.data
+        check_tensor(pred, "pred", shape=(d.num_nodes,), dtype="integer")
         return tuple(
             float((pred[m] == d.y[m]).float().mean()) if int(m.sum()) else float("nan")
             for m in (d.train_mask, d.val_mask, d.test_mask)
@@ -706,12 +760,19 @@ class SequentialEditor:
         -------
         list of EditRecord
         """
+        self._check_open()
+        for value, arg in ((nodes, "nodes"), (labels, "labels")):
+            if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or not hasattr(value, "__iter__"):
+                raise InputError(f"{arg} must be a sequence of integers, got {type(value).__name__}")
         if len(nodes) != len(labels):
-            raise InputError(f"{len(nodes)} nodes but {len(labels)} labels")
+            raise InputError(f"{len(nodes)} nodes but {len(labels)} labels", "give one label per node in labels")
+        progress = check_bool(progress, "progress")
+        # every target is checked before the first edit: a bad one leaves the editor as it was
+        targets = [self.check_target(n, l) for n, l in zip(nodes, labels)]
         from tqdm.auto import tqdm
 
         out = []
-        bar = tqdm(list(zip(nodes, labels)), disable=not progress, desc=self.name, unit="edit")
+        bar = tqdm(targets, disable=not progress, desc=self.name, unit="edit")
         for n, l in bar:
             rec = self.edit(n, l)
             bar.set_postfix(dd=f"{rec.drawdown:.1f}", sr=f"{rec.success_rate:.2f}")
@@ -787,16 +848,32 @@ class SequentialEditor:
         sd : dict of str to object
         """
         if not isinstance(sd, dict) or sd.get("format") != f"icml24.seed_gnn/{self.name}/1":
-            raise InputError(f"not a saved {self.name} editor state")
+            raise InputError(f"sd is not a saved {self.name} editor state", "give what state_dict() returned")
         self._check_open()
-        if not torch.allclose(sd["fingerprint"], self._fingerprint(), rtol=1e-5, atol=1e-6, equal_nan=True):
+        fp = sd.get("fingerprint")
+        if not isinstance(fp, Tensor) or fp.shape != self._fingerprint().shape:
+            raise InputError("sd has no valid fingerprint", "give what state_dict() returned")
+        if not torch.allclose(fp, self._fingerprint(), rtol=1e-5, atol=1e-6, equal_nan=True):
             raise InputError(
-                "the saved editor was made for another GNN or graph",
+                "sd was saved by an editor made for another GNN or graph",
                 "load it into an editor built from the same model and data",
             )
-        self._load_state(sd["state"])
-        self.targets, self.labels = list(sd["targets"]), list(sd["labels"])
-        self.log = [EditRecord(**r) for r in sd["log"]]
+        try:  # everything is read before anything is changed; a failed load leaves the editor as it was
+            targets, labels = [int(t) for t in sd["targets"]], [int(v) for v in sd["labels"]]
+            log = [EditRecord(**r) for r in sd["log"]]
+            if not len(targets) == len(labels) == len(log):
+                raise ValueError("targets, labels and log differ in length")
+            _check_same_layout(sd["state"], self._state())
+            before = self._snapshot()
+            try:
+                self._load_state(sd["state"])
+            except Exception:
+                self._restore(before)
+                raise
+        except Exception as exc:  # noqa: BLE001 - a malformed state, reported as such
+            raise InputError(f"sd is not a valid {self.name} editor state: {type(exc).__name__}: {exc}") from None
+        self.targets, self.labels = targets, labels
+        self.log = log
         # history before a load is not kept: undo reaches back to the loaded state only
         self._snapshots = [None] * len(self.log) + [self._snapshot()]  # type: ignore[list-item]
 
@@ -812,9 +889,15 @@ class SequentialEditor:
         pathlib.Path
             The file written.
         """
+        path = _path_arg(path, "path")
+        if path.is_dir():
+            raise InputError(f"path {str(path)!r} is a folder", "give a file name")
         buf = io.BytesIO()
         torch.save(self.state_dict(), buf)
-        return atomic_write_bytes(path, buf.getvalue())
+        try:
+            return atomic_write_bytes(path, buf.getvalue())
+        except OSError as exc:
+            raise InputError(f"path {str(path)!r} cannot be written: {exc.strerror or exc}") from None
 
     def load(self, path: str | Path) -> None:
         """Read a state written by :meth:`save` (``weights_only=True``: nothing is unpickled).
@@ -823,13 +906,13 @@ class SequentialEditor:
         ----------
         path : str or pathlib.Path
         """
-        path = Path(path)
+        path = _path_arg(path, "path")
         if not path.is_file():
-            raise InputError(f"no saved editor at {path}")
+            raise InputError(f"path {str(path)!r}: no saved editor there")
         try:
             sd = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as exc:
-            raise InputError(f"{path} is not a saved editor state: {type(exc).__name__}") from None
+            raise InputError(f"path {str(path)!r} is not a saved editor state: {type(exc).__name__}") from None
         self.load_state_dict(sd)
 
     def _fingerprint(self) -> Tensor:

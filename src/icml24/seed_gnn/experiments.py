@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import copy
 import functools
+import inspect
 import logging
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import torch
 from torch import nn
@@ -24,11 +25,11 @@ from torch_geometric.data import Data
 
 from ..claims import Scale
 from ..data import csbm, data_root, planetoid
-from ..errors import DataUnavailable
+from ..errors import DataUnavailable, InputError
 from ..nn.gnn import PretrainResult, build_backbone, pretrain_inductive
 from ..runs import note_substitution, recording_substitutions, save_figure
 from ..threads import single_thread
-from ..validation import check_choice, check_int, check_seed, check_tensor
+from ..validation import check_bool, check_choice, check_int, check_seed, check_tensor
 from .baselines import EGNNEditor, FineTuneEditor, GREEditor
 from .editor import EditRecord, SeedGNNEditor, SequentialEditor, check_graph, gnn_outputs, summarize
 
@@ -51,6 +52,7 @@ EDITORS = {
 EDITOR_KEYS = ("seed", "egnn", "finetune")  # the claims' ordering
 REPORTED_KEYS = EDITOR_KEYS + ("gre",)  # GRE (gradient rewiring, a later peer) is measured and reported only
 ABLATION_KEYS = ("seed-nohood", "seed-noanchor")  # measured in the robustness claim's run
+BACKBONES = ("gcn", "sage", "gin")
 
 
 # ------------------------------------------------------------------------------------------------ protocol
@@ -105,8 +107,15 @@ def per_class_split(data: Data, num_train_per_class: int = 20, num_val_per_class
     num_train_per_class = check_int(num_train_per_class, "num_train_per_class", min_val=1)
     num_val_per_class = check_int(num_val_per_class, "num_val_per_class", min_val=0)
     gen = torch.Generator().manual_seed(check_seed(seed))
+    if not isinstance(data, Data):
+        raise InputError(f"data must be a torch_geometric.data.Data, got {type(data).__name__}")
     y = check_tensor(getattr(data, "y", None), "data.y", ndim=1, dtype="integer")
     n = y.numel()
+    x = getattr(data, "x", None)
+    if isinstance(x, torch.Tensor) and x.dim() >= 1 and x.size(0) != n:
+        raise InputError(f"data.y has {n} labels but data.x has {x.size(0)} nodes", "give one label per node")
+    if int(y.min()) < 0:
+        raise InputError(f"data.y has negative labels (down to {int(y.min())})", "labels are 0..classes-1")
     data.train_mask = torch.zeros(n, dtype=torch.bool)
     data.val_mask = torch.zeros(n, dtype=torch.bool)
     for c in torch.unique(y).tolist():
@@ -181,6 +190,8 @@ def load_graph(
     from torch_geometric.data import Dataset
 
     seed = check_seed(seed)
+    num_val = check_int(num_val, "num_val", min_val=0)
+    num_test = check_int(num_test, "num_test", min_val=0)
     csbm_nodes = check_int(csbm_nodes, "csbm_nodes", min_val=4)
     if split is not None:
         split = check_choice(split, "split", ("train_rest", "per_class"))
@@ -193,12 +204,17 @@ def load_graph(
     if isinstance(name, (Data, Dataset)):
         data = name[0] if isinstance(name, Dataset) else name
         data = copy.copy(data)  # a new Data holding the user's tensors: our masks never land on theirs
-        check_graph(data, masks=False)
+        check_graph(data, masks=False, name="name")
         data.name = "user"
         if split is None and all(getattr(data, m, None) is not None for m in ("train_mask", "val_mask", "test_mask")):
             return data
         return finish(data, "train_rest")
-    key = check_choice(str(name).strip().lower().replace("_", "-"), "data", GRAPH_NAMES)
+    if not isinstance(name, str):
+        raise InputError(
+            f"name must be a graph's name, a Data or a Dataset, got {type(name).__name__}",
+            f"choose one of: {', '.join(GRAPH_NAMES)}",
+        )
+    key = check_choice(name.strip().lower().replace("_", "-"), "name", GRAPH_NAMES)
     if key in OGB_GRAPHS:
         raise DataUnavailable(
             f"{key} is not available offline here (the OGB loaders download it)",
@@ -268,6 +284,13 @@ def pretrained(model: str, data: Data, *, seed: int = 0, epochs: int = 200) -> t
     result : icml24.nn.gnn.PretrainResult
         Its best epoch and accuracies.
     """
+    if not isinstance(model, str):
+        raise InputError(
+            f"model must be a backbone's name, got {type(model).__name__}", "choose one of: gcn, sage, gin"
+        )
+    model = check_choice(model, "model", BACKBONES)
+    seed = check_seed(seed)
+    epochs = check_int(epochs, "epochs", min_val=1)
     check_graph(data)
     gnn = build_backbone(model, data.num_features, int(data.y.max()) + 1, seed=seed)
     res = pretrain_inductive(gnn, data, epochs=epochs, seed=seed)
@@ -294,12 +317,16 @@ def select_targets(gnn: nn.Module, data: Data, num: int = 50, *, seed: int = 42)
     labels : list of int
         The targets and their true labels.
     """
+    if not isinstance(gnn, nn.Module):
+        raise InputError(f"gnn must be a torch.nn.Module, got {type(gnn).__name__}")
     check_graph(data)
     num = check_int(num, "num", min_val=0)
-    pred = gnn_outputs(gnn, data.x, data.edge_index).argmax(-1)
+    seed = check_seed(seed)
+    adj = data.edge_index if getattr(data, "edge_index", None) is not None else data.adj_t
+    pred = gnn_outputs(gnn, data.x, adj).argmax(-1)
     val = data.val_mask.nonzero().view(-1)
     wrong = val[pred[val] != data.y[val]]
-    order = torch.randperm(wrong.numel(), generator=torch.Generator().manual_seed(check_seed(seed)))
+    order = torch.randperm(wrong.numel(), generator=torch.Generator().manual_seed(seed))
     chosen = wrong[order[:num]]
     if chosen.numel() < num:
         log.warning("only %d misclassified validation nodes; editing all of them", chosen.numel())
@@ -325,7 +352,13 @@ def make_editor(kind: str, gnn: nn.Module, data: Data, **kwargs) -> SequentialEd
     -------
     SequentialEditor
     """
-    key = check_choice(kind, "editor", EDITORS, normalise=False)
+    key = check_choice(kind, "kind", EDITORS, normalise=False)
+    accepted = set(inspect.signature(EDITORS[key]).parameters) - {"gnn", "data"}
+    unknown = sorted(set(kwargs) - accepted)
+    if unknown:
+        raise InputError(
+            f"unknown argument {unknown[0]!r} for the {key} editor", f"it takes: {', '.join(sorted(accepted))}"
+        )
     return EDITORS[key](gnn, data, **kwargs)
 
 
@@ -355,6 +388,25 @@ def run_editors(
     dict of str to list of EditRecord
         The edit log of each editor.
     """
+    if isinstance(kinds, (str, bytes)) or not isinstance(kinds, Iterable):
+        raise InputError(f"kinds must be a list of editor kinds, got {type(kinds).__name__}")
+    kinds = [check_choice(k, "kinds", EDITORS, normalise=False) for k in kinds]
+    if not kinds:
+        raise InputError("kinds is empty", f"give editor kinds among: {', '.join(EDITORS)}")
+    for value, arg in ((nodes, "nodes"), (labels, "labels")):
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or not hasattr(value, "__iter__"):
+            raise InputError(f"{arg} must be a sequence of integers, got {type(value).__name__}")
+    if len(nodes) != len(labels):
+        raise InputError(f"{len(nodes)} nodes but {len(labels)} labels", "give one label per node in labels")
+    progress = check_bool(progress, "progress")
+    if not isinstance(gnn, nn.Module):
+        raise InputError(f"gnn must be a torch.nn.Module, got {type(gnn).__name__}")
+    check_graph(data)
+    n = data.num_nodes
+    for node in nodes:  # out-of-range targets are refused before any editor is built
+        node = node.reshape(()).item() if isinstance(node, torch.Tensor) and node.numel() == 1 else node
+        if not 0 <= check_int(node, "node") < n:
+            raise InputError(f"node={node!r} is out of range", f"node ids are 0..{n - 1}")
     return {k: make_editor(k, gnn, data).edit_many(nodes, labels, progress=progress) for k in kinds}
 
 
