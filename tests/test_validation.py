@@ -72,3 +72,9 @@ def test_arrays_are_copies_and_generators_are_seeded():
     with pytest.raises(ValueError):
         check_array([1.0], "a", dtype="int")
     assert check_scalar(3, "k", numbers.Integral) == 3
+
+
+def test_messages_stay_on_one_line_for_multiline_reprs():
+    with pytest.raises(InputError) as info:
+        check_choice(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU()), "act", ["relu"])
+    assert "\n" not in str(info.value) and "act" in str(info.value)

@@ -33,7 +33,7 @@ __all__ = [
 
 
 def _describe(value: Any) -> str:
-    text = repr(value)
+    text = " ".join(repr(value).split())  # one line, whatever the repr (modules, tensors span several)
     return text if len(text) <= 60 else f"{type(value).__name__} ({text[:40]}...)"
 
 
