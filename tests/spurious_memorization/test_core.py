@@ -12,10 +12,14 @@ from hypothesis import strategies as st
 from icml24.data.spurious import spurious_gaussian
 from icml24.errors import InputError
 from icml24.spurious_memorization import (
+    FullyConnected,
     KernelRidge,
     MinNormInterpolator,
+    NetworkInterpolator,
     NTKFeatures,
     RandomFeatures,
+    SmallConvNet,
+    activation_energy,
     control_accuracy,
     feature_alignment,
     feature_alignment_refits,
@@ -27,6 +31,7 @@ from icml24.spurious_memorization import (
     spurious_accuracy,
     spurious_queries,
 )
+from icml24.spurious_memorization import test_accuracy as test_acc
 
 ARMS = [(f, a) for f in ("rf", "ntk") for a in ("phi2", "phi4", "relu")]
 
@@ -199,3 +204,92 @@ def test_non_finite_and_unknown_activation():
         RandomFeatures(4, 10).kernel(np.ones((2, 5)))
     with pytest.raises(InputError, match="singular"):
         MinNormInterpolator(RandomFeatures(4, 50)).fit(np.ones((3, 4)), np.ones(3))
+
+
+# ------------------------------------------------------------------------------------- gamma against oracles
+@pytest.mark.parametrize("alpha", [0.25, 0.5, 0.8])
+def test_relu_gamma_equals_arc_cosine_closed_form(alpha):
+    """The Hermite series of gamma against the arc-cosine kernels written here (float64, no series)."""
+    theta = math.acos(alpha)
+    k1 = (math.sin(theta) + (math.pi - theta) * alpha) / (2 * math.pi)  # E[relu(u) relu(w)], corr alpha
+    c = 1 / (2 * math.pi)  # mu_0^2 of ReLU, spanned by the other samples
+    assert predicted_gamma("rf", "relu", alpha) == pytest.approx((k1 - c) / (0.5 - c), abs=1e-6)
+    k0 = (math.pi - theta) / (2 * math.pi)  # E[step(u) step(w)]
+    assert predicted_gamma("ntk", "relu", alpha) == pytest.approx(alpha * k0 / 0.5, abs=1e-6)
+    # N >> d: the degree-1 (RF) and degree-0 (NTK) components drop out too
+    assert predicted_gamma("rf", "relu", alpha, "many") == pytest.approx(
+        (k1 - c - 0.25 * alpha) / (0.5 - c - 0.25), abs=1e-6
+    )
+    assert predicted_gamma("ntk", "relu", alpha, "many") == pytest.approx(alpha * (k0 - 0.25) / (0.5 - 0.25), abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    "kind,act,n", [("rf", "relu", 10), ("rf", "relu", 60), ("ntk", "relu", 30), ("rf", "phi4", 30)]
+)
+def test_gamma_against_monte_carlo_alignment(kind, act, n):
+    """Monte Carlo over data and explicit random features (finite width, no kernel formula) vs the predicted value
+    at this N, in the regime N << d."""
+    d, alpha = 1500, 0.5
+    vals = []
+    for s in range(3):
+        data = spurious_gaussian(n, d, alpha=alpha, n_test=1, seed=100 + s)
+        fm = feature_map(kind, d, 4000 if kind == "rf" else 6, act, seed=200 + s)
+        phi, phis = fm.features(data.z_train), fm.features(data.z_spurious)
+        for i in range(min(n, 5)):  # F by its definition: explicit projection onto the others' complement
+            q, _ = np.linalg.qr(np.delete(phi, i, 0).T)
+            perp = phi[i] - q @ (q.T @ phi[i])
+            vals.append(phis[i] @ perp / (perp @ perp))
+    assert abs(np.mean(vals) - predicted_gamma(kind, act, alpha, n_train=n)) < 0.025
+
+
+def test_finite_n_correction_only_where_a_constant_component_exists():
+    assert predicted_gamma("rf", "relu", 0.5, n_train=10) > predicted_gamma("rf", "relu", 0.5, n_train=1000)
+    assert predicted_gamma("rf", "relu", 0.5, n_train=10**7) == pytest.approx(predicted_gamma("rf", "relu", 0.5))
+    for kind, act in (("rf", "phi2"), ("ntk", "relu"), ("ntk", "phi4")):
+        assert predicted_gamma(kind, act, 0.5, n_train=10) == predicted_gamma(kind, act, 0.5)
+
+
+def test_activation_energy_is_the_sum_of_squared_coefficients():
+    for kind, act in ARMS:
+        mu2 = hermite_coefficients(kind, act, 20000) ** 2
+        assert abs(activation_energy(kind, act) - mu2.sum()) < (0.01 if (kind, act) == ("ntk", "relu") else 1e-6)
+
+
+# ------------------------------------------------------------------------------------------- real images
+def test_fashion_border_from_the_data_root():
+    from icml24.data.spurious import fashion_border
+    from icml24.errors import DataUnavailable
+
+    try:
+        data = fashion_border(40, n_test=60, seed=0)
+    except DataUnavailable:
+        pytest.skip("Fashion-MNIST is not under the data root")
+    assert data.z_train.shape == (40, 48 * 48) and data.shape == (48, 48)
+    assert abs(data.alpha - (1 - 784 / 2304)) < 1e-12
+    assert set(np.unique(data.g_train)) <= {-1.0, 1.0} and len(np.unique(data.g_test)) == 2
+    assert np.all(data.z_spurious[:, ~data.mask] == 0)
+    assert np.array_equal(data.z_spurious[:, data.mask], data.z_train[:, data.mask])
+    assert not np.allclose(data.z_control[:, data.mask], data.z_train[:, data.mask])
+    assert abs(float(np.mean(np.sum(data.z_train**2, 1))) / data.d - 1) < 0.1  # standardised: ||z||^2 ~ d
+    m = MinNormInterpolator(NTKFeatures(data.d, None, "phi2")).fit(data.z_train, data.g_train)
+    assert spurious_accuracy(m, data.z_spurious, data.g_train) > 0.8  # memorized at small N
+    assert abs(control_accuracy(m, data.z_control, data.g_train) - 0.5) < 0.25
+    assert test_acc(m, data.z_test, data.g_test) > 0.8  # sneaker vs ankle boot is easy
+
+
+# ----------------------------------------------------------------------------------------------- networks
+def test_network_interpolates_and_leaves_the_user_net_untouched():
+    data = spurious_gaussian(20, 30, seed=0)
+    net = FullyConnected(30, hidden=(64,), seed=0)
+    before = [p.detach().clone() for p in net.parameters()]
+    m = NetworkInterpolator(net, epochs=400, seed=0).fit(torch.from_numpy(data.z_train), data.g_train)
+    assert m.history["train_acc"] == 1.0 and m.history["train_mse"] < 1e-2
+    assert all(torch.equal(a, b) for a, b in zip(before, net.parameters())) and net.training
+    again = NetworkInterpolator(net, epochs=400, seed=0).fit(data.z_train, data.g_train)
+    assert np.array_equal(m.predict(data.z_test), again.predict(data.z_test))  # same seed, same numbers
+    assert FullyConnected(30, seed=1)[0].weight.sum() != FullyConnected(30, seed=2)[0].weight.sum()
+
+
+def test_small_cnn_takes_flattened_images():
+    net = SmallConvNet((12, 16), seed=0)
+    assert net(torch.zeros(3, 12 * 16)).shape == (3, 1)

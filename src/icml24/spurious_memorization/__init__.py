@@ -1,7 +1,8 @@
 """Memorization of spurious features by random-feature and NTK regression (Bombari & Mondelli, ICML 2024,
 arXiv 2305.12100): min-norm interpolation solved through the kernel, the leave-one-out decomposition
 ``f(z^s) - f_{-i}(z^s) = F (g_i - f_{-i}(z_i))``, the feature alignment ``F`` and its predicted limit ``gamma``.
-``baselines`` holds the re-sampled control, kernel ridge and the refit-based alignment.
+``baselines`` holds the re-sampled control, kernel ridge and the refit-based alignment; ``networks`` the
+official FC and small CNN trained with Adam to interpolation, measured with the same accuracies.
 """
 
 from .baselines import KernelRidge, control_accuracy, feature_alignment_refits, loo_refits, resample_spurious
@@ -12,6 +13,7 @@ from .features import (
     NTKFeatures,
     RandomFeatures,
     activation,
+    activation_energy,
     feature_map,
     hermite,
     hermite_coefficients,
@@ -28,6 +30,7 @@ from .memorization import (
     spurious_queries,
     test_accuracy,
 )
+from .networks import FullyConnected, NetworkInterpolator, SmallConvNet
 
 __all__ = [
     "ACTIVATIONS",
@@ -38,6 +41,7 @@ __all__ = [
     "NTKFeatures",
     "feature_map",
     "activation",
+    "activation_energy",
     "hermite",
     "hermite_coefficients",
     "MinNormInterpolator",
@@ -54,4 +58,7 @@ __all__ = [
     "resample_spurious",
     "feature_alignment_refits",
     "loo_refits",
+    "FullyConnected",
+    "SmallConvNet",
+    "NetworkInterpolator",
 ]

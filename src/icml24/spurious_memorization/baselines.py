@@ -18,7 +18,7 @@ import scipy.linalg
 from ..errors import InputError
 from ..validation import check_float
 from .features import FeatureMap, as_array
-from .memorization import MinNormInterpolator, accuracy, check_mask
+from .memorization import MinNormInterpolator, accuracy, check_feature_map, check_mask, check_model
 
 __all__ = ["control_accuracy", "resample_spurious", "KernelRidge", "feature_alignment_refits", "loo_refits"]
 
@@ -66,7 +66,8 @@ def control_accuracy(model: Any, z_control: Any, g: Any) -> float:
     -------
     float
     """
-    return accuracy(model.predict(z_control), g)
+    check_model(model)
+    return accuracy(model.predict(as_array(z_control, "z_control")), g)
 
 
 class KernelRidge:
@@ -81,9 +82,7 @@ class KernelRidge:
     """
 
     def __init__(self, feature_map: FeatureMap, ridge: float = 1e-3) -> None:
-        if not isinstance(feature_map, FeatureMap):
-            raise InputError(f"feature_map must be a FeatureMap, got {type(feature_map).__name__}")
-        self.feature_map = feature_map
+        self.feature_map = check_feature_map(feature_map)
         self.ridge = check_float(ridge, "ridge", min_val=0.0)
         self._z = None
 
@@ -129,6 +128,7 @@ class KernelRidge:
         """
         if self._z is None:
             raise InputError("the model is not fitted", "call fit(z, g) first")
+        z = self.feature_map.check_inputs(z, "z")
         return self.feature_map.kernel(z, self._z) @ self._coef
 
 
@@ -150,13 +150,22 @@ def feature_alignment_refits(feature_map: FeatureMap, z: Any, z_spurious: Any) -
     numpy.ndarray
         ``(N,)``.
     """
-    z = as_array(z, "z")
-    zs = as_array(z_spurious, "z_spurious")
+    feature_map = check_feature_map(feature_map)
+    z = feature_map.check_inputs(z, "z")
+    zs = feature_map.check_inputs(z_spurious, "z_spurious")
     if zs.shape != z.shape:
         raise InputError(f"z_spurious must have the shape of z {z.shape}, got {zs.shape}")
+    n = len(z)
+    if n < 2:
+        raise InputError(f"z must hold at least 2 samples (one is left out at a time), got {n}")
     k = feature_map.kernel(z)
     c = feature_map.kernel(zs, z)
-    n = len(z)
+    try:  # a positive definite K has positive definite principal submatrices: check once
+        scipy.linalg.cho_factor(k, lower=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        raise InputError(
+            "the kernel matrix of z is singular (repeated samples)", "remove duplicates or raise the width"
+        ) from None
     out = np.empty(n)
     for i in range(n):
         rest = np.r_[0:i, i + 1 : n]
@@ -184,10 +193,17 @@ def loo_refits(feature_map: FeatureMap, z: Any, g: Any, queries: Any) -> tuple[n
     (numpy.ndarray, numpy.ndarray)
         ``f_{-i}(z_i)`` and ``f_{-i}(queries_i)``, each ``(N,)``.
     """
-    z = as_array(z, "z")
-    q = as_array(queries, "queries")
+    feature_map = check_feature_map(feature_map)
+    z = feature_map.check_inputs(z, "z")
+    q = feature_map.check_inputs(queries, "queries")
     g = as_array(g, "g", ndim=1)
     n = len(z)
+    if g.shape != (n,):
+        raise InputError(f"g must have shape ({n},), one target per sample, got {g.shape}")
+    if q.shape[0] != n:
+        raise InputError(f"queries must have one row per sample ({n}), got {q.shape[0]}")
+    if n < 2:
+        raise InputError(f"z must hold at least 2 samples (one is left out at a time), got {n}")
     at_z, at_q = np.empty(n), np.empty(n)
     for i in range(n):
         rest = np.r_[0:i, i + 1 : n]

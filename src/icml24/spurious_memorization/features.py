@@ -40,6 +40,7 @@ __all__ = [
     "hermite",
     "activation",
     "hermite_coefficients",
+    "activation_energy",
     "as_array",
     "FeatureMap",
     "RandomFeatures",
@@ -75,9 +76,10 @@ def hermite(degree: int, t: Any) -> np.ndarray:
     numpy.ndarray
     """
     degree = check_int(degree, "degree", min_val=0)
+    t = as_array(t, "t", ndim=None)
     c = np.zeros(degree + 1)
     c[degree] = 1.0 / math.sqrt(math.factorial(degree))
-    return He.hermeval(np.asarray(t, dtype=np.float64), c)
+    return He.hermeval(t, c)
 
 
 def _poly(features: str, act: str) -> np.ndarray | None:
@@ -138,26 +140,52 @@ def hermite_coefficients(features: str, act: str, max_degree: int = 8) -> np.nda
     poly = _poly(features, act)
     mu = np.zeros(max_degree + 1)
     if poly is not None:
-        nodes, weights = He.hermegauss(max(len(poly), max_degree) + 2)
+        top = min(len(poly) - 1, max_degree)  # exactly zero beyond the polynomial's degree
+        nodes, weights = He.hermegauss(len(poly) + 2)
         weights = weights / math.sqrt(2 * math.pi)
         f = P.polyval(nodes, poly)
-        for degree in range(max_degree + 1):
+        for degree in range(top + 1):
             mu[degree] = float(np.sum(weights * f * hermite(degree, nodes)))
         return mu
     pdf0 = 1.0 / math.sqrt(2 * math.pi)
 
-    def he_at_zero(k: int) -> float:
+    def he0_over_sqrt_fact(k: int, degree: int) -> float:
+        """``He_k(0) / sqrt(degree!)`` in log space (``|He_{2m}(0)| = (2m - 1)!!``), finite at any degree."""
         if k % 2:
             return 0.0
-        return (-1.0) ** (k // 2) * float(np.prod(np.arange(k - 1, 0, -2))) if k else 1.0
+        m = k // 2
+        log_dfact = math.lgamma(k + 1) - m * math.log(2.0) - math.lgamma(m + 1)
+        return (-1.0) ** m * math.exp(log_dfact - 0.5 * math.lgamma(degree + 1))
 
     for degree in range(max_degree + 1):
         if features == "rf":  # relu
-            raw = pdf0 if degree == 0 else 0.5 if degree == 1 else pdf0 * he_at_zero(degree - 2)
+            if degree <= 1:
+                mu[degree] = pdf0 if degree == 0 else 0.5
+            else:
+                mu[degree] = pdf0 * he0_over_sqrt_fact(degree - 2, degree)
         else:  # step
-            raw = 0.5 if degree == 0 else pdf0 * he_at_zero(degree - 1)
-        mu[degree] = raw / math.sqrt(math.factorial(degree))
+            mu[degree] = 0.5 if degree == 0 else pdf0 * he0_over_sqrt_fact(degree - 1, degree)
     return mu
+
+
+def activation_energy(features: str, act: str) -> float:
+    """``E[f(t)^2] = sum_l mu_l^2``, ``t ~ N(0, 1)``, exactly: the full Hermite energy of the function the map
+    applies (1/2 for ReLU and for its derivative, the step; the sum of the squared coefficients for phi2/phi4).
+
+    Parameters
+    ----------
+    features : {"rf", "ntk"}
+    act : {"phi2", "phi4", "relu"}
+
+    Returns
+    -------
+    float
+    """
+    features = check_choice(features, "features", FEATURE_MAPS)
+    act = check_choice(act, "act", ACTIVATIONS)
+    if act == "relu":
+        return 0.5
+    return float(sum(w * w for w in _HERMITE[(features, act)].values()))
 
 
 def as_array(value: Any, name: str, *, ndim: int | None = 2) -> np.ndarray:
@@ -219,9 +247,11 @@ class FeatureMap:
         self.d = check_int(d, "d", min_val=1)
         self.width = check_int(width, "width", min_val=1, allow_none=True)
         self.act = check_choice(act, "act", ACTIVATIONS)
+        rng = check_rng(seed)
+        if self.kind not in FEATURE_MAPS:
+            raise InputError("FeatureMap is the common base of the maps", "build RandomFeatures or NTKFeatures")
         self._f = activation(self.kind, self.act)
         self._poly = _poly(self.kind, self.act)
-        rng = check_rng(seed)
         self._w = None if self.width is None else rng.standard_normal((self.width, self.d)) / math.sqrt(self.d)
 
     def __repr__(self) -> str:
@@ -247,6 +277,21 @@ class FeatureMap:
         float
         """
         raise NotImplementedError
+
+    def check_inputs(self, z: Any, name: str = "z") -> np.ndarray:
+        """``z`` as a float64 ``(n, d)`` array, checked finite, non-empty and of this map's ``d`` columns.
+
+        Parameters
+        ----------
+        z : numpy.ndarray or torch.Tensor
+        name : str, default "z"
+            The argument's name, for the message.
+
+        Returns
+        -------
+        numpy.ndarray
+        """
+        return self._check(z, name)
 
     def _check(self, z: Any, name: str) -> np.ndarray:
         z = as_array(z, name)

@@ -26,13 +26,15 @@ import numpy as np
 import scipy.linalg
 
 from ..errors import InputError
-from ..validation import check_choice, check_float
-from .features import ACTIVATIONS, FEATURE_MAPS, FeatureMap, as_array, hermite_coefficients
+from ..validation import check_choice, check_float, check_int
+from .features import ACTIVATIONS, FEATURE_MAPS, FeatureMap, activation_energy, as_array, hermite_coefficients
 
 __all__ = [
     "MinNormInterpolator",
     "check_mask",
     "check_labels",
+    "check_model",
+    "check_feature_map",
     "spurious_queries",
     "accuracy",
     "spurious_accuracy",
@@ -75,6 +77,41 @@ def check_mask(mask: Any, d: int, name: str = "mask") -> np.ndarray:
     return arr.copy()
 
 
+def check_model(model: Any, name: str = "model") -> Any:
+    """An object with a callable ``predict`` (a fitted interpolator, ridge or network).
+
+    Parameters
+    ----------
+    model : object
+    name : str, default "model"
+
+    Returns
+    -------
+    object
+        ``model`` itself.
+    """
+    if not callable(getattr(model, "predict", None)):
+        raise InputError(f"{name} must have a predict method (a fitted model), got {type(model).__name__}")
+    return model
+
+
+def check_feature_map(feature_map: Any, name: str = "feature_map") -> FeatureMap:
+    """A :class:`FeatureMap` (``RandomFeatures`` or ``NTKFeatures``).
+
+    Parameters
+    ----------
+    feature_map : FeatureMap
+    name : str, default "feature_map"
+
+    Returns
+    -------
+    FeatureMap
+    """
+    if not isinstance(feature_map, FeatureMap):
+        raise InputError(f"{name} must be a FeatureMap, got {type(feature_map).__name__}")
+    return feature_map
+
+
 def check_labels(g: Any, n: int, name: str = "g") -> np.ndarray:
     """Labels in {-1, +1}, one per sample.
 
@@ -114,9 +151,7 @@ class MinNormInterpolator:
     """
 
     def __init__(self, feature_map: FeatureMap) -> None:
-        if not isinstance(feature_map, FeatureMap):
-            raise InputError(f"feature_map must be a FeatureMap, got {type(feature_map).__name__}")
-        self.feature_map = feature_map
+        self.feature_map = check_feature_map(feature_map)
         self._z = None
 
     def fit(self, z: Any, g: Any) -> "MinNormInterpolator":
@@ -186,6 +221,7 @@ class MinNormInterpolator:
             ``(n,)``.
         """
         self._fitted()
+        z = self.feature_map.check_inputs(z, "z")
         return self.feature_map.kernel(z, self._z) @ self._coef
 
     def loo_errors(self) -> np.ndarray:
@@ -311,7 +347,8 @@ def spurious_accuracy(model: MinNormInterpolator, z_spurious: Any, g: Any) -> fl
     -------
     float
     """
-    return accuracy(model.predict(z_spurious), g)
+    check_model(model)
+    return accuracy(model.predict(as_array(z_spurious, "z_spurious")), g)
 
 
 def test_accuracy(model: MinNormInterpolator, z_test: Any, g_test: Any) -> float:
@@ -329,7 +366,8 @@ def test_accuracy(model: MinNormInterpolator, z_test: Any, g_test: Any) -> float
     -------
     float
     """
-    return accuracy(model.predict(z_test), g_test)
+    check_model(model)
+    return accuracy(model.predict(as_array(z_test, "z_test")), g_test)
 
 
 test_accuracy.__test__ = False  # not a pytest test
@@ -374,7 +412,9 @@ def feature_alignment(feature_map: FeatureMap, z: Any, z_spurious: Any) -> np.nd
     return MinNormInterpolator(feature_map).fit(z, np.zeros(z.shape[0])).feature_alignment(z_spurious)
 
 
-def predicted_gamma(features: str, act: str, alpha: float, regime: str = "few", max_degree: int = 40) -> float:
+def predicted_gamma(
+    features: str, act: str, alpha: float, regime: str = "few", max_degree: int = 40, n_train: int | None = None
+) -> float:
     """The limit ``gamma`` of the feature alignment for inputs with ``||z||^2 = d``, ``<z^s, z> = alpha d``.
 
     The paper's feature-alignment theorems for RF and NTK (Bombari & Mondelli 2024) state that ``F``
@@ -387,6 +427,13 @@ def predicted_gamma(features: str, act: str, alpha: float, regime: str = "few", 
     * ``"many"`` (``d << N << d^2``; the degree-1 RF / degree-0 NTK component is spanned too): the same sums
       from ``l >= 2`` (RF) and ``l >= 1`` (NTK).
 
+    Both are the Hermite-series limits for ``N -> infinity`` inside the regime. With ``n_train`` given, the
+    finite-``N`` value of an RF map whose activation has a constant component (``mu_0 != 0``, e.g. ReLU) is
+    returned instead: the other ``N - 1`` samples span the constant direction only partly, and in the idealised
+    kernel ``c 1 1^T + R I`` (``c = mu_0^2``, ``R`` the energy of the kept degrees, ``S = R gamma``)
+    ``F_N = (S + c R / (R + (N - 1) c)) / (R + c R / (R + (N - 1) c))``, which tends to ``gamma`` as ``1/N``
+    (our derivation; it changes nothing for NTK maps or activations with ``mu_0 = 0``).
+
     Parameters
     ----------
     features : {"rf", "ntk"}
@@ -395,7 +442,10 @@ def predicted_gamma(features: str, act: str, alpha: float, regime: str = "few", 
         The spurious fraction, in (0, 1).
     regime : {"few", "many"}, default "few"
     max_degree : int, default 40
-        Truncation of the series (exact for phi2 and phi4; ReLU's tail beyond 40 is below 1e-4).
+        Truncation of the numerator's series (exact for phi2 and phi4; for ReLU its tail is below
+        ``alpha^(max_degree + 1) / 2``); the denominator is the exact energy ``E[f^2]``.
+    n_train : int, optional
+        ``N`` (at least 2) for the finite-``N`` value described above; None for the limit.
 
     Returns
     -------
@@ -405,11 +455,21 @@ def predicted_gamma(features: str, act: str, alpha: float, regime: str = "few", 
     act = check_choice(act, "act", ACTIVATIONS)
     alpha = check_float(alpha, "alpha", min_val=0.0, max_val=1.0, include_boundaries="neither")
     regime = check_choice(regime, "regime", REGIMES)
+    max_degree = check_int(max_degree, "max_degree", min_val=4)
     mu2 = hermite_coefficients(features, act, max_degree) ** 2
     degrees = np.arange(len(mu2))
     start = (1 if features == "rf" else 0) + (1 if regime == "many" else 0)
     keep = degrees >= start
-    ratio = float(np.sum(mu2[keep] * alpha ** degrees[keep]) / np.sum(mu2[keep]))
+    # the denominator is the exact energy E[f^2] less the excluded low degrees: the step's series converges
+    # slowly (its coefficients^2 fall as l^(-3/2)), so a truncated sum would leave out ~4% of it at l = 40;
+    # the numerator's tail is below alpha^(max_degree + 1) E[f^2]
+    energy = activation_energy(features, act) - float(np.sum(mu2[~keep]))
+    n_train = check_int(n_train, "n_train", min_val=2, allow_none=True)
+    ratio = float(np.sum(mu2[keep] * alpha ** degrees[keep]) / energy)
+    if n_train is not None and features == "rf" and mu2[0] > 0:
+        c, spanned = float(mu2[0]), energy * ratio
+        left = c * energy / (energy + (n_train - 1) * c)  # the constant component the others do not span
+        ratio = (spanned + left) / (energy + left)
     return ratio * (alpha if features == "ntk" else 1.0)
 
 
