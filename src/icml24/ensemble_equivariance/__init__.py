@@ -1,0 +1,46 @@
+"""Emergent equivariance of deep ensembles (Gerken & Kessel, ICML 2024, arXiv 2403.03103): a deep ensemble
+trained with full orbit augmentation is equivariant in the mean, exactly in the NTK limit, for every input and
+every training time. ``groups`` holds C4 and D4 as exact pixel permutations and the orbit augmentation;
+``ntk`` the analytic ReLU NTK and the closed-form ensemble mean; ``ensemble`` the ``torch.func`` (vmap) ensemble
+trainer and the OSP and equivariance-error metrics; ``baselines`` test-time orbit averaging, a group-convolution
+CNN and the member-by-member training loop.
+"""
+
+from .baselines import GroupCNN, OrbitAveraged, train_members_loop
+from .ensemble import (
+    Ensemble,
+    ensemble_metrics,
+    equivariance_error,
+    make_members,
+    orbit_outputs,
+    orbit_same_prediction,
+    targets,
+    train_ensemble,
+)
+from .groups import GROUPS, MODES, OUTPUTS, Group, augment, check_images, group, is_orbit_closed
+from .ntk import NTKMLP, NTKEnsembleMean, relu_ntk
+
+__all__ = [
+    "GROUPS",
+    "MODES",
+    "OUTPUTS",
+    "Group",
+    "group",
+    "augment",
+    "is_orbit_closed",
+    "check_images",
+    "relu_ntk",
+    "NTKEnsembleMean",
+    "NTKMLP",
+    "Ensemble",
+    "train_ensemble",
+    "make_members",
+    "targets",
+    "orbit_outputs",
+    "orbit_same_prediction",
+    "equivariance_error",
+    "ensemble_metrics",
+    "OrbitAveraged",
+    "GroupCNN",
+    "train_members_loop",
+]

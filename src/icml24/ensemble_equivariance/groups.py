@@ -1,0 +1,318 @@
+"""Finite groups acting exactly on square images: C4 (rotations by 90 degrees) and D4 (rotations and flips).
+
+Every element acts on the last two axes of an image as a pixel permutation (``numpy.rot90`` after an optional
+flip), so the representation rho_X(g) is orthogonal, as the theorem of Gerken & Kessel (ICML 2024, Sec. 3)
+requires. Outputs transform by rho_Y(g): the identity for invariant targets (classification) or the same
+pixel permutation for image-valued equivariant targets. :func:`augment` builds the fully augmented training
+set of the theorem (every orbit element exactly once) or, for contrast, one sampled element per example.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..errors import InputError
+from ..validation import check_array, check_choice, check_int, check_rng, check_tensor
+
+GROUPS = ("c4", "d4")
+OUTPUTS = ("invariant", "image")
+MODES = ("orbit", "sampled")
+
+__all__ = ["GROUPS", "OUTPUTS", "MODES", "Group", "group", "augment", "is_orbit_closed", "check_images"]
+
+
+def check_images(x: Any, name: str = "x", *, finite: bool = True):
+    """Check that ``x`` is a torch tensor or numpy array of square images ``(..., H, H)`` with H >= 1.
+
+    Parameters
+    ----------
+    x : torch.Tensor or numpy.ndarray
+        At least two dimensions; the last two are the (equal) image sides.
+    name : str, default "x"
+        The argument's name in error messages.
+    finite : bool, default True
+        Refuse NaN and infinite entries.
+
+    Returns
+    -------
+    torch.Tensor or numpy.ndarray
+        ``x`` itself (tensors) or a checked copy (arrays and lists).
+    """
+    if isinstance(x, torch.Tensor):
+        x = check_tensor(x, name, dtype="any", finite=finite)
+    else:
+        x = check_array(x, name, dtype="float", finite=finite)
+    if x.ndim < 2:
+        raise InputError(f"{name} must be images with shape (..., H, W), got shape {tuple(x.shape)}")
+    if x.shape[-1] != x.shape[-2]:
+        raise InputError(
+            f"{name} must be square images for rotations, got (H, W) = {tuple(x.shape[-2:])}",
+            "crop or pad the images to a square",
+        )
+    return x
+
+
+class Group:
+    """A finite group of symmetries of the square pixel grid, acting by exact pixel permutations.
+
+    Element ``g`` (``0 <= g < order``) is ``r^k s^f`` with ``k = g % 4`` quarter turns (``numpy.rot90`` on the
+    last two axes) applied after ``f = g // 4`` flips of the last axis (D4 only). Element 0 is the identity.
+
+    Parameters
+    ----------
+    name : {"c4", "d4"}
+        C4: the four rotations; D4: rotations and reflections (order 8).
+    """
+
+    def __init__(self, name: str = "c4") -> None:
+        if not isinstance(name, str) or name != name.strip().lower():
+            raise InputError(f"group must be one of {GROUPS} (lower case), got {name!r}")
+        self.name = check_choice(name, "group", GROUPS)
+        self.order = 4 if self.name == "c4" else 8
+        probe = np.arange(9).reshape(3, 3)
+        perms = [self._act_np(probe, g).ravel() for g in range(self.order)]
+        index = {tuple(p): g for g, p in enumerate(perms)}
+        # table[a, b] = element a * b, i.e. acting with b first, then a
+        self.table = np.array(
+            [
+                [index[tuple(self._act_np(self._act_np(probe, b), a).ravel())] for b in range(self.order)]
+                for a in range(self.order)
+            ]
+        )
+        self.inverses = np.array([int(np.flatnonzero(self.table[g] == 0)[0]) for g in range(self.order)])
+
+    def __repr__(self) -> str:
+        return f"Group({self.name!r}, order={self.order})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Group) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(("Group", self.name))
+
+    @staticmethod
+    def _act_np(x, g: int):
+        k, f = g % 4, g // 4
+        if f:
+            x = x[..., ::-1]
+        return np.rot90(x, k, axes=(-2, -1))
+
+    def _element(self, g: Any) -> int:
+        return check_int(g, "g", min_val=0, max_val=self.order - 1)
+
+    def act(self, x, g: int):
+        """Apply element ``g`` to square images (a pixel permutation of the last two axes).
+
+        Parameters
+        ----------
+        x : torch.Tensor or numpy.ndarray
+            Images ``(..., H, H)``.
+        g : int
+            The element, ``0 <= g < order``.
+
+        Returns
+        -------
+        torch.Tensor or numpy.ndarray
+            A new tensor or array of the same shape and type.
+        """
+        g = self._element(g)
+        x = check_images(x, finite=False)
+        return self._apply(x, g)
+
+    def _apply(self, x, g: int):
+        k, f = g % 4, g // 4
+        if isinstance(x, torch.Tensor):
+            if f:
+                x = torch.flip(x, dims=(-1,))
+            return torch.rot90(x, k, dims=(-2, -1)).clone()
+        return np.ascontiguousarray(self._act_np(x, g))
+
+    def orbit(self, x):
+        """All images ``g x`` for ``g = 0..order-1``, stacked on a new leading axis.
+
+        Parameters
+        ----------
+        x : torch.Tensor or numpy.ndarray
+            Images ``(..., H, H)``.
+
+        Returns
+        -------
+        torch.Tensor or numpy.ndarray
+            Shape ``(order, ..., H, H)``; entry 0 is ``x`` itself.
+        """
+        x = check_images(x, finite=False)
+        parts = [self._apply(x, g) for g in range(self.order)]
+        return torch.stack(parts) if isinstance(x, torch.Tensor) else np.stack(parts)
+
+    def permutation(self, g: int, size: int, channels: int = 1) -> np.ndarray:
+        """The index permutation ``p`` of element ``g`` on flattened ``(channels, size, size)`` images.
+
+        ``(g x).ravel() == x.ravel()[p]``: rho_X(g) as a permutation matrix.
+
+        Parameters
+        ----------
+        g : int
+            The element.
+        size : int
+            The image side H.
+        channels : int, default 1
+            Channels in front of the two image axes.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``int64`` of length ``channels * size * size``.
+        """
+        g = self._element(g)
+        size = check_int(size, "size", min_val=1)
+        channels = check_int(channels, "channels", min_val=1)
+        idx = np.arange(channels * size * size).reshape(channels, size, size)
+        return self._apply(idx, g).ravel().astype(np.int64)
+
+    def act_output(self, y, g: int, output: str = "invariant"):
+        """Apply rho_Y(g) to outputs: the identity (``"invariant"``) or the pixel action (``"image"``).
+
+        Parameters
+        ----------
+        y : torch.Tensor or numpy.ndarray
+            Outputs; for ``"image"``, square images ``(..., H, H)``.
+        g : int
+            The element.
+        output : {"invariant", "image"}, default "invariant"
+            How the targets transform.
+
+        Returns
+        -------
+        torch.Tensor or numpy.ndarray
+            A new tensor or array.
+        """
+        output = check_choice(output, "output", OUTPUTS)
+        g = self._element(g)
+        if output == "invariant":
+            if isinstance(y, torch.Tensor):
+                return check_tensor(y, "y", dtype="any", finite=False).clone()
+            return check_array(y, "y", dtype=None, finite=False)
+        y = check_images(y, "y", finite=False)
+        return self._apply(y, g)
+
+
+def group(name: str) -> Group:
+    """The group called ``name``.
+
+    Parameters
+    ----------
+    name : {"c4", "d4"}
+
+    Returns
+    -------
+    Group
+    """
+    return Group(name)
+
+
+def as_group(g: Any, name: str = "group") -> Group:
+    """A :class:`Group` from itself or its name, refusing anything else with an error naming ``name``.
+
+    Parameters
+    ----------
+    g : Group or str
+    name : str, default "group"
+        The argument's name in error messages.
+
+    Returns
+    -------
+    Group
+    """
+    if isinstance(g, Group):
+        return g
+    if isinstance(g, str):
+        return Group(check_choice(g, name, GROUPS))
+    raise InputError(f"{name} must be a Group or one of {GROUPS}, got {type(g).__name__}")
+
+
+def augment(x, y, grp: Any = "c4", *, mode: str = "orbit", output: str = "invariant", seed: Any = 0):
+    """Augment a data set with a group: the full orbit of every example, or one sampled element each.
+
+    ``mode="orbit"`` is the full data augmentation of the theorem (Gerken & Kessel, Sec. 3): for every
+    ``(x_i, y_i)`` the set holds ``(rho_X(g) x_i, rho_Y(g) y_i)`` for every ``g``, each exactly once, ordered
+    ``g``-major (row ``g * N + i`` is ``g x_i``). ``mode="sampled"`` draws one element per example (random
+    augmentation of one epoch), which is not orbit-closed.
+
+    Parameters
+    ----------
+    x : torch.Tensor or numpy.ndarray
+        Images ``(N, ..., H, H)``, N >= 1.
+    y : torch.Tensor or numpy.ndarray
+        Targets with leading dimension N (labels for ``"invariant"``; images for ``"image"``).
+    grp : Group or {"c4", "d4"}, default "c4"
+        The group.
+    mode : {"orbit", "sampled"}, default "orbit"
+    output : {"invariant", "image"}, default "invariant"
+        How the targets transform.
+    seed : int or numpy.random.Generator, default 0
+        Used by ``mode="sampled"`` only.
+
+    Returns
+    -------
+    (x_aug, y_aug)
+        Same types as the inputs; ``order * N`` rows (orbit) or ``N`` rows (sampled).
+    """
+    grp = as_group(grp, "grp")
+    mode = check_choice(mode, "mode", MODES)
+    output = check_choice(output, "output", OUTPUTS)
+    rng = check_rng(seed)
+    x = check_images(x)
+    if x.ndim < 3 or x.shape[0] < 1:
+        raise InputError(f"x must be a batch of images (N, ..., H, H) with N >= 1, got shape {tuple(x.shape)}")
+    if isinstance(y, torch.Tensor):
+        y = check_tensor(y, "y", dtype="any")
+    else:
+        y = check_array(y, "y", dtype=None)
+    if y.ndim < 1 or y.shape[0] != x.shape[0]:
+        raise InputError(f"y must have {x.shape[0]} rows like x, got shape {tuple(y.shape)}")
+    if output == "image":
+        check_images(y, "y")
+    is_t = isinstance(x, torch.Tensor)
+    cat = torch.cat if is_t else np.concatenate
+
+    def out_act(v, g):
+        return grp._apply(v, g) if output == "image" else (v.clone() if isinstance(v, torch.Tensor) else v.copy())
+
+    if mode == "orbit":
+        xs = [grp._apply(x, g) for g in range(grp.order)]
+        ys = [out_act(y, g) for g in range(grp.order)]
+        return cat(xs), cat(ys)
+    gs = rng.integers(0, grp.order, size=x.shape[0])
+    xs = [grp._apply(x[i : i + 1], int(g)) for i, g in enumerate(gs)]
+    ys = [out_act(y[i : i + 1], int(g)) for i, g in enumerate(gs)]
+    return cat(xs), cat(ys)
+
+
+def is_orbit_closed(x, grp: Any = "c4") -> bool:
+    """Whether the set of images ``x`` is closed under the group, exactly (every ``g x_i`` is some ``x_j``).
+
+    Parameters
+    ----------
+    x : torch.Tensor or numpy.ndarray
+        Images ``(N, ..., H, H)``.
+    grp : Group or {"c4", "d4"}, default "c4"
+
+    Returns
+    -------
+    bool
+    """
+    grp = as_group(grp, "grp")
+    x = check_images(x)
+    if x.ndim < 3:
+        raise InputError(f"x must be a batch of images (N, ..., H, H), got shape {tuple(x.shape)}")
+    a = x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    seen = {r.tobytes() for r in a.reshape(len(a), -1)}
+    for g in range(1, grp.order):
+        moved = np.ascontiguousarray(grp._apply(a, g)).reshape(len(a), -1)
+        if any(r.tobytes() not in seen for r in moved):
+            return False
+    return True
