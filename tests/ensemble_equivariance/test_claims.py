@@ -39,8 +39,8 @@ def test_emergence_claim():
     m = check_claim(
         paper.EMERGENCE,
         [
-            {"aug_osp_m16_noise": 1.5},  # no gain over the members off-manifold
-            {"aug_osp_m16_test": 1.5},
+            {"aug_osp_m64_noise": 1.5},  # no gain over the members off-manifold
+            {"aug_osp_m64_test": 1.5},
             {"aug_osp_min_step_test": -0.3},  # OSP falls with M
             {"aug_err_slope_noise": 0.0},  # error does not fall
             {"aug_err_slope_test": -1.5},
@@ -49,7 +49,7 @@ def test_emergence_claim():
             {"aug_test_acc": 0.1},
         ],
     )
-    assert m["aug_osp_m16_noise"] > m["aug_osp_m1_noise"]
+    assert m["aug_osp_m64_noise"] > m["aug_osp_m1_noise"]
 
 
 def test_accuracy_claim():

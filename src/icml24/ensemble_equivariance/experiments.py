@@ -45,7 +45,7 @@ def load_images(name: str, n_train: int, n_test: int, seed: int = 0) -> dict:
     name : {"digits", "fashion-mnist"}
         Digits: scikit-learn's 8x8 digits. Fashion-MNIST: read from the data root, 2x2-pooled to 14x14.
     n_train, n_test : int
-        Class-stratified subset sizes (digits: at most 1347 and 450).
+        Subset sizes, drawn uniformly at random (not class-stratified) (digits: at most 1347 and 450).
     seed : int, default 0
 
     Returns
@@ -142,7 +142,17 @@ def _slope(sizes: Sequence[int], errs: Sequence[float]) -> float:
 
 def run_emergence(scale: Scale, seed: int) -> dict[str, float]:
     """Finite MLP ensembles (NTK parametrisation, full-batch GD on the MSE) with and without full C4
-    augmentation: OSP and invariance error of sub-ensembles of size 1, 4, 16 (, 64) on test digits and noise.
+    augmentation: OSP and invariance error of sub-ensembles of size 1, 4, 16 and 64 on test digits and noise.
+
+    Off the data manifold the emergence is a matter of ensemble size and training time, not of the noise
+    draw alone. The exact (infinite-M) mean is invariant everywhere, but on Gaussian noise its top-two margin
+    is small: in the closed-form NTK mean on 40 digits x 4 turns the median noise margin is 0.075 and 0.096 on
+    seeds 1 and 2, against 0.18 on seed 0, whose subset lacks one class and over-represents two, so its mean
+    predicts one class on 86% of the noise inputs (on test digits the margins are 0.19-0.39). The members'
+    spread around the mean does not shrink with training, so the sub-ensemble of size M follows the exact mean's
+    argmax only once spread / sqrt(M) falls below that margin, and the trained part of the mean grows with the
+    steps. Smoke therefore keeps 64 members and 150 steps (as quick) at width 32 on 40 digits: with 16 members
+    and 60 steps the noise OSP gain was 0.10-0.17 on seeds 1 and 2 (seed 0: 1.27).
 
     Parameters
     ----------
@@ -153,7 +163,7 @@ def run_emergence(scale: Scale, seed: int) -> dict[str, float]:
     -------
     dict of str to float
     """
-    n, nq, width, members, steps = scale.pick((40, 100, 32, 16, 60), (100, 200, 64, 64, 150), (300, 450, 512, 64, 300))
+    n, nq, width, members, steps = scale.pick((40, 100, 32, 64, 150), (100, 200, 64, 64, 150), (300, 450, 512, 64, 300))
     sizes = sorted({s for s in (1, 4, 16, 64) if s <= members} | {members})
     d = load_images("digits", n, nq, seed)
     grp = Group("c4")

@@ -73,8 +73,8 @@ EMERGENCE = Claim(
     ),
     run="experiments:run_emergence",
     holds=_holds_emergence,
-    headline="aug_osp_m16_noise",
-    baseline="noaug_osp_m16_noise",
+    headline="aug_osp_m64_noise",
+    baseline="noaug_osp_m64_noise",
     paper="Fig. 2-4: ensemble OSP >> member OSP, growing with M, also off-manifold (FashionMNIST, C4, CNN ensembles)",
 )
 
