@@ -14,13 +14,20 @@ def test_describe_is_light():
         "print(len(m.claims), 'torch' in sys.modules, all(c.paper for c in m.claims))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["4", "False", "True"]
+    assert out.split() == ["6", "False", "True"]
 
 
 def test_method_is_registered():
     m = registry.get("momentum_particles")
     assert m is paper.METHOD
-    assert [c.name for c in m.claims] == ["regimes", "ppca", "ppca-tuned-peer", "generator"]
+    assert [c.name for c in m.claims] == [
+        "regimes",
+        "ppca",
+        "ppca-tuned-peer",
+        "generator",
+        "generator-official-config",
+        "generator-mean-latent",
+    ]
 
 
 def test_regimes_claim():
@@ -57,15 +64,26 @@ def test_ppca_claims():
     assert paper.PPCA_TUNED.judge({**m, "mpd_evals_to_tol": 1.0}) is True
 
 
-def test_generator_claim():
+def test_generator_claims():
     pytest.importorskip("mlxtend")
     m = check_claim(
         paper.GENERATOR,
         [
             {"mpd_mse": 0.2},  # an untrained network
-            {"pgd_mse": 0.001},  # PGD better
+            {"mse_gain": -0.001},  # PGD reconstructs better
+            {"mse_gain_se": 0.01},  # the reconstruction gain is within noise
+            {"log_lik_gain": -1.0},  # PGD has the higher marginal likelihood
+            {"log_lik_gain_se": 50.0},  # the likelihood gain is within noise
+            {"mpd_log_lik": -1e4},  # no better than the untrained network's likelihood
             {"mean_image_mse": 0.01},  # no better than the mean image
             {"mpd_grad_evals": 10_000.0},  # more gradient evaluations than PGD
         ],
     )
-    assert m["abp_grad_evals"] == m["pgd_grad_evals"]
+    assert m["abp_grad_evals"] == m["pgd_grad_evals"] == m["official_grad_evals"] == m["mpd_grad_evals"]
+    # a copy of PGD's network scored with the same random numbers has zero paired gains: must not pass
+    assert paper.GENERATOR.judge({**m, "mse_gain": 0.0, "log_lik_gain": 0.0}) is False
+    # the findings: the official config loses to PGD at this budget; the mean latent does not favour MPD
+    check_claim(paper.GENERATOR_OFFICIAL, [{"official_log_lik_gain": -100.0}], expect=False)
+    assert paper.GENERATOR_OFFICIAL.judge({**m, "official_mse_gain": 0.01, "official_log_lik_gain": 5.0}) is True
+    check_claim(paper.GENERATOR_MEAN_LATENT, [{"mean_latent_gain": -1.0}], expect=False)
+    assert paper.GENERATOR_MEAN_LATENT.judge({**m, "mean_latent_gain": 0.05, "mean_latent_gain_se": 0.001}) is True

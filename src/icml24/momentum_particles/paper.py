@@ -111,11 +111,19 @@ PPCA_TUNED = Claim(
 
 
 # --------------------------------------------------------------------------------------------- generator
+MSE_SE = 2.0  # the paired reconstruction gain over PGD is at least 2 standard errors (over held-out images)
+LL_SE = 1.0  # the paired marginal-likelihood gain over PGD is at least 1 standard error
+
+
 def _holds_generator(m: Mapping[str, float]) -> bool:
     return bool(
-        m["mpd_mse"] < m["pgd_mse"]
+        m["mse_gain"] >= MSE_SE * m["mse_gain_se"]
+        and m["mse_gain"] > 0.0
+        and m["log_lik_gain"] >= LL_SE * m["log_lik_gain_se"]
+        and m["log_lik_gain"] > 0.0
         and m["mpd_mse"] < m["mean_image_mse"]
         and m["mpd_mse"] < 0.5 * m["untrained_mse"]
+        and m["mpd_log_lik"] > m["untrained_log_lik"]
         and m["mpd_grad_evals"] <= m["pgd_grad_evals"]
     )
 
@@ -123,16 +131,77 @@ def _holds_generator(m: Mapping[str, float]) -> bool:
 GENERATOR = Claim(
     key=f"{SLUG}/generator",
     statement=(
-        "A generator network (MLP decoder, 8 latents, Gaussian pixels) trained on MNIST digits by MPD has a lower "
-        "held-out reconstruction error than the same network trained by PGD at an equal budget of gradient "
-        "evaluations (RMSProp on theta for both, shared steps 1e-3; held-out images encoded by the same Langevin "
-        "chain under each model), below the mean training image's and half the untrained network's; ABP reported."
+        "A generator network (MLP decoder, 8 latents, Gaussian pixels sigma 0.3) trained on MNIST digits by MPD "
+        "has, at an equal budget of gradient evaluations, a lower held-out reconstruction error of posterior "
+        f"samples than the same network trained by PGD (paired over held-out images, by at least {MSE_SE:g} "
+        "standard errors) and a higher held-out log marginal likelihood (importance sampling with a Gaussian "
+        f"proposal fitted to Langevin posterior particles; by at least {LL_SE:g} standard error); its error is "
+        "below the mean training image's and half the untrained network's. Our MPD settings, not the official "
+        "config: h_theta = h_x = 1e-3 (the official PGD step), gamma_theta 0.1, gamma_x 0.2, target momenta "
+        "0.95 / 0; RMSProp on theta for both, 5 particles. ABP reported."
     ),
     run="experiments:run_generator",
     holds=_holds_generator,
-    headline="mpd_mse",
-    baseline="pgd_mse",
+    headline="mpd_log_lik",
+    baseline="pgd_log_lik",
     paper="MNIST MLP generator (configs/mnist/mpd_mlp.py vs pgd_mlp.py): MPD's reconstruction/FID below PGD's",
 )
 
-METHOD = method(SLUG, (REGIMES, PPCA, PPCA_TUNED, GENERATOR))
+
+def _holds_generator_official(m: Mapping[str, float]) -> bool:
+    return bool(m["official_mse_gain"] > 0.0 and m["official_log_lik_gain"] > 0.0)
+
+
+GENERATOR_OFFICIAL = Claim(
+    key=f"{SLUG}/generator-official-config",
+    statement=(
+        "With the official MNIST MPD config (h = 1e-4, gamma_theta = gamma_x = 0.9, target momenta 0.95 / 0, "
+        "RMSProp), the generator network trained by MPD beats PGD (official step 1e-3) on held-out reconstruction "
+        "error and log marginal likelihood at an equal budget of gradient evaluations."
+    ),
+    run="experiments:run_generator",
+    holds=_holds_generator_official,
+    headline="official_log_lik",
+    baseline="pgd_log_lik",
+    paper="configs/mnist/mpd_mlp.py (h 1e-4, gamma 0.9, momentum 0.95 / 0) vs configs/mnist/pgd_mlp.py (h 1e-3)",
+    expected=False,
+    finding=(
+        "Does not reproduce at our budget (200 / 400 gradient evaluations at smoke / quick, 150 / 500 training "
+        "images): the official step 1e-4 is 10x smaller than PGD's, and in so few evaluations its network stays "
+        "far behind. Held-out log-likelihood per image (nats), official MPD vs PGD: smoke -9.5 / -9.2 / -12.4 vs "
+        "13.6 / 13.5 / 8.9 on seeds 0 / 1 / 2, quick -1.6 / -1.2 / 1.2 vs 13.7 / 14.3 / 14.5; reconstruction "
+        "error 0.061 / 0.060 / 0.064 vs 0.037 / 0.037 / 0.042 (smoke), 0.053 / 0.052 / 0.050 vs 0.035 / 0.035 / "
+        "0.035 (quick). The paper trains far longer; the generator claim uses our own settings (h 1e-3, "
+        "gamma_theta 0.1, gamma_x 0.2)."
+    ),
+)
+
+
+def _holds_generator_mean_latent(m: Mapping[str, float]) -> bool:
+    return bool(m["mean_latent_gain"] > 0.0 and m["mean_latent_gain"] >= MSE_SE * m["mean_latent_gain_se"])
+
+
+GENERATOR_MEAN_LATENT = Claim(
+    key=f"{SLUG}/generator-mean-latent",
+    statement=(
+        "On the same generator runs, decoding each held-out image's mean latent (the mean of its posterior "
+        f"particles) also gives MPD a lower reconstruction error than PGD, by at least {MSE_SE:g} standard errors "
+        "as in the generator claim."
+    ),
+    run="experiments:run_generator",
+    holds=_holds_generator_mean_latent,
+    headline="mpd_mse_mean_latent",
+    baseline="pgd_mse_mean_latent",
+    paper="not in the paper; a second reading of 'reconstruction error' checked beside the claim's",
+    expected=False,
+    finding=(
+        "Does not reproduce: the MPD-trained network reconstructs worse from the mean latent than the PGD-trained "
+        "one or no better (paired gains in MSE, PGD minus MPD: smoke -0.017 / -0.014 / -0.008 on seeds 0 / 1 / 2, "
+        "each over 3 standard errors below zero; quick -0.0085 / -0.019 / +0.0008 with standard errors 0.0013 / "
+        "0.0015 / 0.0013), although its posterior samples reconstruct better and its marginal likelihood is "
+        "higher: MPD's decoder spreads the posterior over latents whose mean decodes to a blurred image. Which "
+        "reading of reconstruction error the paper used is not recoverable here."
+    ),
+)
+
+METHOD = method(SLUG, (REGIMES, PPCA, PPCA_TUNED, GENERATOR, GENERATOR_OFFICIAL, GENERATOR_MEAN_LATENT))
