@@ -18,6 +18,7 @@ EXTRAS: dict[str, str] = {
     "safetensors": "lm",
     "ray": "ray",
     "mlxtend": "images",
+    "captum": "xai",
 }
 
 
