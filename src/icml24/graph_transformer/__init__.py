@@ -1,0 +1,22 @@
+"""The shallow graph transformer of "What Improves the Generalization of Graph Transformers? A Theoretical Dive
+into the Self-attention and Positional Encoding" (Li, Wang, Ma, Liu, Zhang & Chen, ICML 2024, arXiv 2406.01977):
+one self-attention layer over each node's Z-hop context with a trainable relative positional encoding, a
+two-layer perceptron with a fixed output vector, hinge loss and mini-batch SGD; its no-PE and uniform-attention
+ablations, the paper's data model, the attention instruments, and PyG's GCN / GraphSAGE / GPS as peers.
+"""
+
+from ._data import pattern_graph
+from .baselines import fit_gnn
+from .shallow import History, HopContext, ShallowGT, attention_stats, fit_hinge, hop_context, sample_context
+
+__all__ = [
+    "ShallowGT",
+    "fit_hinge",
+    "attention_stats",
+    "hop_context",
+    "sample_context",
+    "HopContext",
+    "History",
+    "pattern_graph",
+    "fit_gnn",
+]

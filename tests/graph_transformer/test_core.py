@@ -1,0 +1,106 @@
+import networkx as nx
+import numpy as np
+import pytest
+import torch
+from torch_geometric.utils import to_undirected
+
+from icml24.graph_transformer import (
+    ShallowGT,
+    attention_stats,
+    fit_gnn,
+    fit_hinge,
+    hop_context,
+    pattern_graph,
+    sample_context,
+)
+
+
+def _random_graph(n, p, seed):
+    g = nx.gnp_random_graph(n, p, seed=seed)
+    ei = torch.tensor(list(g.edges), dtype=torch.long).T.reshape(2, -1)
+    return g, to_undirected(ei, num_nodes=n)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_hop_context_matches_networkx(seed):
+    g, ei = _random_graph(40, 0.07, seed)
+    ctx = hop_context(ei, 40, 3)
+    ours = {(int(t), int(s)): int(d) for t, s, d in zip(ctx.target, ctx.source, ctx.dist)}
+    truth = {(t, s): d for t, ds in nx.all_pairs_shortest_path_length(g, cutoff=3) for s, d in ds.items()}
+    assert ours == truth
+
+
+def test_attention_rows_sum_to_one():
+    data = pattern_graph(120, seed=0, degree=3.0)
+    ctx = hop_context(data.edge_index, 120, 3)
+    model = ShallowGT(32, 3, seed=1)
+    with torch.no_grad():
+        model.b.copy_(torch.tensor([0.3, -1.0, 2.0, 0.5]))
+        w = model.attend(data.x, ctx)
+    sums = torch.zeros(120).index_add_(0, ctx.target, w)
+    assert torch.allclose(sums, torch.ones(120), atol=1e-5)
+
+
+def test_no_pe_with_identical_keys_equals_uniform():
+    data = pattern_graph(100, seed=0, degree=3.0)
+    ctx = hop_context(data.edge_index, 100, 3)
+    soft = ShallowGT(32, 3, pe="none", seed=0)
+    uni = ShallowGT(32, 3, attention="uniform", seed=0)
+    with torch.no_grad():
+        soft.W_K.zero_()  # every key identical (0): the softmax is uniform over each context
+    torch.testing.assert_close(soft(data.x, ctx), uni(data.x, ctx))
+
+
+def test_generator_ground_truth():
+    data = pattern_graph(300, seed=3, gamma_d=0.3, core_dist=2, degree=3.0)
+    p = data.patterns.double()
+    torch.testing.assert_close(p @ p.T, torch.eye(p.shape[0], dtype=torch.float64), atol=1e-6, rtol=0)
+    g = nx.Graph()
+    g.add_nodes_from(range(300))
+    g.add_edges_from(data.edge_index.T.tolist())
+    disc = data.disc.tolist()
+    for n in range(0, 300, 7):
+        at = [s for s, d in nx.single_source_shortest_path_length(g, n, cutoff=2).items() if d == 2]
+        vote = sum(disc[s] for s in at)
+        assert int(data.margin[n]) == abs(vote)
+        assert bool(data.valid[n]) == (abs(vote) >= 1)
+        if vote:
+            assert int(data.y[n]) == int(vote > 0)
+    # features are patterns plus noise of norm <= tau
+    kind = (data.x @ data.patterns.T).argmax(-1)
+    assert float((data.x - data.patterns[kind]).norm(dim=1).max()) <= 0.1 + 1e-5
+
+
+def test_training_finds_core_hop_and_records():
+    data = pattern_graph(300, seed=0, degree=3.0, core_dist=2)
+    ctx = hop_context(data.edge_index, 300, 3)
+    valid = data.valid.nonzero().flatten()
+    model = ShallowGT(32, 3, init_scale=0.0, seed=0).eval()
+    hist = fit_hinge(model, data, valid[:64], context=ctx, steps=100, lr=1.0, record_every=20, monitor=valid[64:])
+    assert not model.training  # mode restored
+    assert int(model.b.detach()[1:].argmax()) + 1 == 2
+    assert hist.stats[-1]["core_mass"] > hist.stats[0]["core_mass"]
+    assert hist.stats[-1]["entropy"] < hist.stats[0]["entropy"]
+    s = attention_stats(model, data, valid[64:], context=ctx)
+    assert abs(sum(s[f"hop_mass_{z}"] for z in range(4)) - 1) < 1e-5
+
+
+def test_sampled_context():
+    data = pattern_graph(200, seed=0, degree=4.0)
+    ctx = hop_context(data.edge_index, 200, 3)
+    sub = sample_context(ctx, 2, seed=0)
+    counts = np.bincount((sub.target * 4 + sub.dist).numpy(), minlength=800).reshape(200, 4)
+    full = np.bincount((ctx.target * 4 + ctx.dist).numpy(), minlength=800).reshape(200, 4)
+    assert (counts[:, 0] == 1).all() and (counts[:, 1:] == np.minimum(full[:, 1:], 2)).all()
+    pe = sample_context(ctx, 2, seed=0, hop_weights=torch.tensor([0.0, 1.0, 0.0]))
+    assert set(pe.dist.tolist()) <= {0, 2}
+    model = ShallowGT(32, 3)
+    assert model(data.x, sub).shape == (200,)
+
+
+def test_fit_gnn_peers_run():
+    data = pattern_graph(120, seed=0, degree=3.0)
+    idx = data.valid.nonzero().flatten()[:30]
+    for kind in ("gcn", "sage", "gps"):
+        model = fit_gnn(data, idx, kind=kind, epochs=3)
+        assert model(data.x, data.edge_index).shape == (120, 2)
