@@ -1,4 +1,5 @@
-"""Benchmark: dynamic attention maintenance, lazy structure vs its peers, update and query time vs n.
+"""Benchmark: dynamic attention maintenance, lazy structure vs its peers, update and query time vs n, and
+update/query mixes against vectorised eager maintenance and naive recomputation (ratios per mix).
 
 For each tau and n (d = n by default, the paper's regime), measures the lazy structure's amortised update
 time and worst-case query time (k - 1 pending updates), next to eager maintenance (exact AV after every
@@ -21,12 +22,15 @@ import torch
 
 from icml24.dynamic_attention import DenseLazyAttention
 from icml24.dynamic_attention.experiments import (
+    TRADEOFF_FRACTIONS,
     classical_exponents,
     loglog_slope,
     measure_lazy,
     measure_peer,
     paper_exponents,
     random_qkv,
+    revised_memory,
+    tradeoff_mixes,
 )
 from icml24.runs import artifacts_to, atomic_write_json, environment, save_figure
 
@@ -60,6 +64,10 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="runs")
+    ap.add_argument("--mix-n", type=int, default=4096, help="n (= m) of the update/query mixes; 0 skips them")
+    ap.add_argument("--mix-d", type=int, default=64)
+    ap.add_argument("--mix-tau", type=float, default=0.5)
+    ap.add_argument("--memory-docs", type=int, default=4096, help="documents of the revised-memory example; 0 skips")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     try:
@@ -74,7 +82,7 @@ def main(argv=None) -> int:
     results = {"args": vars(args), "env": environment(), "rows": [], "slopes": {}}
     peers = {}
     for n in args.ns:
-        eu = [measure_peer("eager", n, dsize(n), args.seed + r, updates=10)[0] for r in range(args.repeats)]
+        eu = [measure_peer("eager", n, dsize(n), args.seed + r, updates=64)[0] for r in range(args.repeats)]
         nq = [measure_peer("naive", n, dsize(n), args.seed + r, updates=2)[1] for r in range(args.repeats)]
         peers[n] = (float(np.median(eu)), float(np.median(nq)))
     header = (
@@ -152,6 +160,34 @@ def main(argv=None) -> int:
         f"eager update time slope {results['slopes']['eager_update_time']:.2f}, "
         f"naive query time slope {results['slopes']['naive_query_time']:.2f}"
     )
+
+    if args.mix_n:
+        mix = tradeoff_mixes(args.mix_n, args.mix_d, args.mix_tau, args.seed, reps=args.repeats, plot=False)
+        results["mixes"] = mix
+        print(
+            f"\nupdate/query mixes: n = m = {args.mix_n}, d = {args.mix_d}, tau = {args.mix_tau:g} (k = "
+            f"{int(mix['k'])}); microseconds per operation and ratios (> 1: the lazy structure is faster)"
+        )
+        print(f"{'queries':>8} | {'lazy':>9} {'eager':>9} {'naive':>9} | {'eager/lazy':>10} {'naive/lazy':>10}")
+        for f in TRADEOFF_FRACTIONS:
+            key = f"q{int(round(f * 100))}"
+            us = " ".join(f"{mix[f'{key}_{name}_us']:>9.1f}" for name in ("lazy", "eager", "naive"))
+            print(f"{f:>8.0%} | {us} | {mix[key + '_eager_over_lazy']:>10.2f} {mix[key + '_naive_over_lazy']:>10.2f}")
+        for peer in ("eager", "naive"):
+            print(
+                f"crossover against {peer}: measured {mix[peer + '_crossover_measured']:.2f}, per-operation model "
+                f"{mix[peer + '_crossover_predicted']:.2f} (-1: the lazy structure never wins)"
+            )
+
+    if args.memory_docs:
+        mem = revised_memory(docs=args.memory_docs, users=max(args.memory_docs // 4, 1), seed=args.seed)
+        results["revised_memory"] = mem
+        print(
+            f"\nretrieval memory, {args.memory_docs} documents revised one by one (key and value rows replaced), "
+            f"4 users read after each: ms per revision lazy {mem['lazy_ms']:.2f}, eager {mem['eager_ms']:.2f} "
+            f"(eager/lazy {mem['eager_ms'] / mem['lazy_ms']:.2f}), naive {mem['naive_ms']:.2f} (naive/lazy "
+            f"{mem['naive_ms'] / mem['lazy_ms']:.2f}); answers equal to {mem['max_answer_diff']:.1e}"
+        )
 
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = Path(args.out) / f"{stamp}-bench-dynamic_attention"

@@ -9,9 +9,33 @@ def test_benchmark_runs_at_tiny_size(tmp_path, capsys):
     spec = importlib.util.spec_from_file_location("bench_da", BENCH)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    assert mod.main(["--ns", "32", "64", "--taus", "0.5", "--repeats", "1", "--out", str(tmp_path)]) == 0
+    assert (
+        mod.main(
+            [
+                "--ns",
+                "32",
+                "64",
+                "--taus",
+                "0.5",
+                "--repeats",
+                "1",
+                "--out",
+                str(tmp_path),
+                "--mix-n",
+                "128",
+                "--memory-docs",
+                "64",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
-    assert "threads: 1" in out and "fitted log-log slopes" in out
+    assert (
+        "threads: 1" in out
+        and "fitted log-log slopes" in out
+        and "crossover against eager" in out
+        and "retrieval memory" in out
+    )
     (run,) = tmp_path.iterdir()
     res = json.loads((run / "results.json").read_text())
     assert len(res["rows"]) == 2 and "0.5" in res["slopes"]

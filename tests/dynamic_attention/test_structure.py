@@ -93,11 +93,11 @@ def test_rebuild_period_and_counters():
     assert rebuild_period(1024, 1.0) == 1024 and rebuild_period(1000, 0.25) == 6
     Q, K, V = qkv(64, 8, 2)
     s = DynamicAttention(Q, K, V, 0.5)
-    assert s.k == 8 and s.counters.init_work == 64 * 64 * (8 + 8 + 1)
+    assert s.k == 8 and s.counters.init_work == 64 * 64 * (8 + 2 * 8 + 1)
     for t in range(7):
         s.update_k(t, 0, 0.1)
     s.query(3, 2)
-    assert s.counters.max_query_work <= s.k * (2 * s.d + 3) + 1  # a query touches O(k d) entries
+    assert s.counters.max_query_work <= s.k * (2 * s.d + 5) + 1  # a query touches O(k d) entries
     s.update_v(1, 1, 0.1)
     assert s.counters.rebuilds == 1 and s.pending == 0
 
@@ -212,10 +212,65 @@ def test_bad_calls(call, match):
         ((torch.ones(3), torch.ones(3, 2), torch.ones(3, 2), 0.5), {}, "Q must be a non-empty 2-D"),
         ((torch.tensor([[float("nan"), 0.0]]), torch.ones(3, 2), torch.ones(3, 2), 0.5), {}, "Q contains NaN"),
         ((torch.ones(3, 2), torch.ones(3, 2), torch.ones(3, 2), 0.5), {"k": 0}, r"k must be in \[1, inf\], got 0"),
-        ((torch.ones(3, 2), torch.ones(3, 2), torch.ones(3, 2), 0.5), {"dtype": torch.float16}, "float32 or float64"),
+        (
+            (torch.ones(3, 2), torch.ones(3, 2), torch.ones(3, 2), 0.5),
+            {"dtype": torch.float16},
+            "dtype must be torch.float32 or torch.float64",
+        ),
         ((torch.ones(3, 2), torch.ones(3, 2), torch.ones(3, 2), 0.5), {"refresh_every": 0}, "refresh_every"),
     ],
 )
 def test_bad_construction(args, kwargs, match):
     with pytest.raises(InputError, match=match):
         DynamicAttention(*args, **kwargs)
+
+
+# ------------------------------------------------------------------------------------------- row updates
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    n=st.integers(1, 10),
+    d=st.integers(1, 4),
+    dv=st.integers(1, 3),
+    k=st.one_of(st.none(), st.integers(1, 4)),
+    ops=st.lists(st.tuples(st.sampled_from(["k", "v", "krow", "vrow", "q"]), st.integers(0, 99)), max_size=40),
+    seed=st.integers(0, 1000),
+)
+def test_row_updates_are_one_pending_update_each(n, d, dv, k, ops, seed):
+    Q, K, V = qkv(n, d, seed, dv)
+    s = DynamicAttention(Q, K, V, 0.5, k=k)
+    peers = [EagerAttention(Q, K, V), NaiveAttention(Q, K, V), DenseLazyAttention(Q, K, V, 0.5, k=k)]
+    rng = np.random.default_rng(seed)
+    updates = 0
+    for kind, a in ops:
+        i = a % n
+        if kind == "q":
+            truth = naive(s)[i]
+            torch.testing.assert_close(s.query_row(i), truth, rtol=0, atol=1e-9)
+            continue
+        if kind in ("krow", "vrow"):
+            delta = rng.normal(0, 0.5, d if kind == "krow" else dv)
+            for m in (s, *peers):
+                (m.update_k_row if kind == "krow" else m.update_v_row)(i, torch.from_numpy(delta))
+        else:
+            j, delta = int(rng.integers(d if kind == "k" else dv)), float(rng.normal(0, 0.5))
+            for m in (s, *peers):
+                (m.update_k if kind == "k" else m.update_v)(i, j, delta)
+        updates += 1
+        assert s.pending == updates % s.k and s.counters.rebuilds == updates // s.k
+    truth = naive(s)
+    torch.testing.assert_close(s.to_dense(), truth, rtol=0, atol=1e-9)
+    for m in peers:
+        torch.testing.assert_close(m.K, s.K, rtol=0, atol=1e-12)
+        torch.testing.assert_close(m.to_dense(), truth, rtol=0, atol=1e-9)
+
+
+def test_a_revised_document_is_one_update():
+    """A retrieval memory: a document's key and value rows replaced, as two updates of the lazy structure."""
+    Q, K, V = qkv(32, 8, 3)
+    s = DynamicAttention(Q, K, V, 0.5)
+    new_key, new_value = torch.randn(8, dtype=torch.float64), torch.randn(8, dtype=torch.float64)
+    s.update_k_row(5, new_key - s.K[5])
+    s.update_v_row(5, (new_value - s.V[5]).numpy())
+    assert s.pending == 2 and s.counters.updates == 2
+    torch.testing.assert_close(s.K[5], new_key)
+    torch.testing.assert_close(s.to_dense(), naive(s), rtol=0, atol=1e-12)

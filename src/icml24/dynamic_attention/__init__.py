@@ -1,7 +1,9 @@
 """Dynamic attention maintenance (van den Brand, Song, Zhou; ICML 2024, arXiv 2304.02207).
 
-``DynamicAttention`` is the paper's lazy-update data structure; ``baselines`` holds the peers (naive
-per-query recomputation, eager maintenance, the O(n^2)-memory lazy variant, full recomputation).
+``DynamicAttention`` is the paper's lazy-update data structure (entry and row updates of ``K`` and ``V``,
+entry and row queries, exact in float64 for any finite logits thanks to a precision guard); ``baselines`` holds
+the peers (naive per-query recomputation, eager maintenance, the O(n^2)-memory lazy variant, full
+recomputation), with the same API.
 """
 
 from .baselines import DenseLazyAttention, EagerAttention, FullRecompute, NaiveAttention

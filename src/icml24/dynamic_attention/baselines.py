@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from ..validation import check_int
@@ -44,6 +45,18 @@ class NaiveAttention(AttentionMaintainer):
         self._Vn[i, j] += delta
         self.counters.updates_v += 1
         self.counters.update_work += 1
+
+    def update_k_row(self, i, delta) -> None:
+        i, delta = self._check_k_row(i, delta)
+        self._Kn[i] += delta
+        self.counters.updates_k += 1
+        self.counters.update_work += self.d
+
+    def update_v_row(self, i, delta) -> None:
+        i, delta = self._check_v_row(i, delta)
+        self._Vn[i] += delta
+        self.counters.updates_v += 1
+        self.counters.update_work += self.dv
 
     def query(self, i, j) -> float:
         i, j = self._check_q(i, j)
@@ -95,6 +108,18 @@ class FullRecompute(AttentionMaintainer):
         self.counters.updates_v += 1
         self._recompute()
 
+    def update_k_row(self, i, delta) -> None:
+        i, delta = self._check_k_row(i, delta)
+        self._Kn[i] += delta
+        self.counters.updates_k += 1
+        self._recompute()
+
+    def update_v_row(self, i, delta) -> None:
+        i, delta = self._check_v_row(i, delta)
+        self._Vn[i] += delta
+        self.counters.updates_v += 1
+        self._recompute()
+
     def query(self, i, j) -> float:
         i, j = self._check_q(i, j)
         self.counters.add_query(1)
@@ -109,7 +134,10 @@ class FullRecompute(AttentionMaintainer):
 class EagerAttention(AttentionMaintainer):
     """Exact ``M = exp(Q K^T - shift) V`` and ``s`` after every update, in ``O(m (d + d_v))``; ``O(1)`` query.
 
-    Memory ``O((m + n)(d + d_v))``: the changed column of ``A`` is recomputed (old and new), never stored.
+    Memory ``O((m + n)(d + d_v))``: the changed column of ``A`` is recomputed (one matrix-vector product; the
+    new logits are the old ones plus ``delta Q[:, j]``), never stored; the query reads two numbers through
+    numpy views. It has no precision guard: under cancelling large logits it loses accuracy as the lazy
+    structure would without its guard, and it is that much cheaper, which only favours it in comparisons.
 
     Parameters
     ----------
@@ -137,38 +165,55 @@ class EagerAttention(AttentionMaintainer):
             self.M[lo : lo + b], self.s[lo : lo + b], self.shift[lo : lo + b] = a @ self.V, a.sum(1), sh
         self.counters.init_work += self.m * self.n * (self.d + self.dv + 1)
 
-    def _column(self, krow: torch.Tensor) -> torch.Tensor:
-        return torch.exp(self.Q @ krow - self.shift)
+        self._Mn, self._sn = self.M.numpy(), self.s.numpy()
 
     def update_k(self, i, j, delta) -> None:
         i, j, delta = self._check_k(i, j, delta)
         old = self.Q @ self.K[i]
         self._Kn[i, j] += delta
-        new = self.Q @ self.K[i]
-        top = new - self.shift
-        if float(top.max()) > self._headroom:  # raise shifts of the rows that would overflow
+        new = old + self.Q[:, j] * delta  # one GEMV per update: the new column from the old one
+        self._refresh_column(i, old, new)  # raises the shifts of rows that would overflow
+        self.counters.updates_k += 1
+        self.counters.update_work += self.m * (self.d + self.dv + 4)
+
+    def update_k_row(self, i, delta) -> None:
+        i, delta = self._check_k_row(i, delta)
+        old = self.Q @ self.K[i]
+        self._Kn[i] += delta
+        self._refresh_column(i, old, self.Q @ self.K[i])
+        self.counters.updates_k += 1
+        self.counters.update_work += self.m * (2 * self.d + self.dv + 4)
+
+    def _refresh_column(self, i: int, old: torch.Tensor, new: torch.Tensor) -> None:
+        if float((new - self.shift).max()) > self._headroom:
             new_sh = torch.maximum(self.shift, new - self._headroom)
             scale = torch.exp(self.shift - new_sh)
             self.M *= scale[:, None]
             self.s *= scale
-            self.shift = new_sh
-        da = torch.exp(new - self.shift) - torch.exp(old - self.shift)
-        self.M += torch.outer(da, self.V[i])
+            self.shift.copy_(new_sh)
+        da = torch.exp(new - self.shift).sub_(torch.exp(old - self.shift))
+        self.M.addr_(da, self.V[i])
         self.s += da
-        self.counters.updates_k += 1
-        self.counters.update_work += self.m * (2 * self.d + self.dv + 2)
+
+    def update_v_row(self, i, delta) -> None:
+        i, delta = self._check_v_row(i, delta)
+        self._Vn[i] += delta
+        self.M.addr_(torch.exp(self.Q @ self.K[i] - self.shift), torch.from_numpy(delta))
+        self.counters.updates_v += 1
+        self.counters.update_work += self.m * (self.d + self.dv + 1)
 
     def update_v(self, i, j, delta) -> None:
         i, j, delta = self._check_v(i, j, delta)
         self._Vn[i, j] += delta
-        self.M[:, j] += self._column(self.K[i]) * delta
+        self.M[:, j].add_(torch.exp(self.Q @ self.K[i] - self.shift), alpha=delta)
         self.counters.updates_v += 1
         self.counters.update_work += self.m * (self.d + 2)
 
     def query(self, i, j) -> float:
         i, j = self._check_q(i, j)
         self.counters.add_query(1)
-        return float(self.M[i, j] / self.s[i])
+        with np.errstate(divide="ignore", invalid="ignore"):  # no guard: a cancelled sum gives inf or nan
+            return float(self._Mn[i, j] / self._sn[i])
 
     def query_row(self, i) -> torch.Tensor:
         i = check_index("i", i, self.m)

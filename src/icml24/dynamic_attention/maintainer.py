@@ -15,8 +15,37 @@ import torch
 from ..errors import InputError
 from ..validation import check_float, check_int, check_tensor
 
-# exp(x) overflows float64 above ~709.8 and float32 above ~88.7; stay well below.
-EXP_HEADROOM = {torch.float64: 600.0, torch.float32: 60.0}
+# How far a logit may rise above its row's shift before the shift is raised: exp(64) ~ 6e27 in float64,
+# exp(16) ~ 9e6 in float32, so that sums of n shifted terms times a value stay far from overflow.
+EXP_HEADROOM = {torch.float64: 64.0, torch.float32: 16.0}
+# Unit roundoff of each dtype.
+UNIT_ROUNDOFF = {torch.float64: 2.0**-53, torch.float32: 2.0**-24}
+
+
+def magnitude_limits(Q: torch.Tensor, n: int) -> tuple[float, float]:
+    """The largest absolute key and value entries that keep every computation finite.
+
+    Keys: ``|Q_i . K_c| <= max_i ||Q_i||_1 * max |K|`` must stay below an eighth of the dtype's largest
+    number (logits, their differences and partial sums finite). Values: ``n * exp(headroom) * max |V|`` below
+    a 64th of it (the shifted sums ``exp(Q K^T - shift) V`` finite).
+
+    Parameters
+    ----------
+    Q : torch.Tensor
+        ``(m, d)`` queries, already checked finite.
+    n : int
+        The number of keys.
+
+    Returns
+    -------
+    (float, float)
+        The bounds on ``|K|`` and ``|V|``.
+    """
+    fmax = float(torch.finfo(Q.dtype).max)
+    qmax1 = float(Q.abs().sum(dim=1).max()) if Q.numel() else 0.0
+    kbound = fmax / 8.0 / qmax1 if qmax1 > 0.0 else fmax
+    vbound = fmax / 64.0 / math.exp(EXP_HEADROOM[Q.dtype]) / max(n, 1)
+    return min(kbound, fmax), vbound
 
 
 def as_matrix(name: str, value, dtype: torch.dtype | None = None) -> torch.Tensor:
@@ -54,7 +83,10 @@ def as_matrix(name: str, value, dtype: torch.dtype | None = None) -> torch.Tenso
         target = torch.float64
     if target not in (torch.float32, torch.float64):
         raise InputError(f"{name} must be float32 or float64, got {target}", "pass dtype=torch.float64")
+    source_finite = not value.is_floating_point() or bool(torch.isfinite(value).all())
     value = value.detach().to(device="cpu", dtype=target).clone().contiguous()
+    if source_finite and not bool(torch.isfinite(value).all()):
+        raise InputError(f"{name} has entries beyond the range of {target}", "scale it down or use torch.float64")
     return check_tensor(value, name, ndim=2)
 
 
@@ -73,6 +105,8 @@ def check_qkv(Q, K, V, dtype: torch.dtype | None = None) -> tuple[torch.Tensor, 
     (Q, K, V) : tuple of torch.Tensor
         New tensors of one dtype.
     """
+    if dtype is not None and dtype not in (torch.float32, torch.float64):
+        raise InputError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}", "pass dtype=torch.float64")
     Q = as_matrix("Q", Q, dtype)
     K = as_matrix("K", K, Q.dtype)
     V = as_matrix("V", V, Q.dtype)
@@ -80,6 +114,22 @@ def check_qkv(Q, K, V, dtype: torch.dtype | None = None) -> tuple[torch.Tensor, 
         raise InputError(f"K has {K.shape[1]} columns but Q has {Q.shape[1]}", "Q and K must share the width d")
     if V.shape[0] != K.shape[0]:
         raise InputError(f"V has {V.shape[0]} rows but K has {K.shape[0]}", "K and V need one row per key")
+    if not math.isfinite(float(Q.abs().sum(dim=1).max()) * 8.0):
+        raise InputError(f"Q has rows too large for {Q.dtype}: their logits overflow", "scale Q down")
+    kbound, vbound = magnitude_limits(Q, K.shape[0])
+    kmax, vmax = float(K.abs().max()), float(V.abs().max())
+    if kmax > kbound:
+        raise InputError(
+            f"K has entries up to {kmax:.3g}: with these queries the logits Q K^T overflow {Q.dtype} "
+            f"(|K| must stay below {kbound:.3g})",
+            "scale Q or K down",
+        )
+    if vmax > vbound:
+        raise InputError(
+            f"V has entries up to {vmax:.3g}: sums of {K.shape[0]} weighted values overflow {Q.dtype} "
+            f"(|V| must stay below {vbound:.3g})",
+            "scale V down",
+        )
     return Q, K, V
 
 
@@ -205,6 +255,12 @@ class WorkCounters:
         Multiply-adds, as above.
     max_pending : int
         The most updates pending at once.
+    repairs : int
+        Rows of the snapshot recomputed from scratch because their maintained sums lost precision.
+    fallbacks : int
+        Queries answered by recomputing their row exactly, because the pending corrections cancelled.
+    repair_work : int
+        Multiply-adds of those recomputations.
     """
 
     updates_k: int = 0
@@ -217,6 +273,9 @@ class WorkCounters:
     max_query_work: int = 0
     max_pending: int = 0
     init_work: int = 0
+    repairs: int = 0
+    fallbacks: int = 0
+    repair_work: int = 0
 
     @property
     def updates(self) -> int:
@@ -224,7 +283,7 @@ class WorkCounters:
 
     @property
     def amortized_update_work(self) -> float:
-        return (self.update_work + self.rebuild_work) / self.updates if self.updates else 0.0
+        return (self.update_work + self.rebuild_work + self.repair_work) / self.updates if self.updates else 0.0
 
     @property
     def mean_query_work(self) -> float:
@@ -275,6 +334,7 @@ class AttentionMaintainer:
 
     def __init__(self, Q, K, V, *, dtype: torch.dtype | None = None) -> None:
         self.Q, self.K, self.V = check_qkv(Q, K, V, dtype)
+        self._kbound, self._vbound = magnitude_limits(self.Q, self.K.shape[0])
         # numpy views of the same memory, for cheap scalar reads and writes (torch indexing costs ~10 us)
         self._Qn, self._Kn, self._Vn = self.Q.numpy(), self.K.numpy(), self.V.numpy()
         self.m, self.d = self.Q.shape
@@ -284,10 +344,55 @@ class AttentionMaintainer:
 
     # -- validation shared by all maintainers
     def _check_k(self, i, j, delta) -> tuple[int, int, float]:
-        return check_index("i", i, self.n), check_index("j", j, self.d), check_delta(delta)
+        i, j, delta = check_index("i", i, self.n), check_index("j", j, self.d), check_delta(delta)
+        new = float(self._Kn[i, j]) + delta
+        if not abs(new) <= self._kbound:
+            raise InputError(
+                f"delta={delta:.3g} would make K[{i}, {j}] = {new:.3g}, whose logits overflow {self.dtype} "
+                f"(|K| must stay below {self._kbound:.3g})",
+                "use a smaller delta",
+            )
+        return i, j, delta
 
     def _check_v(self, i, j, delta) -> tuple[int, int, float]:
-        return check_index("i", i, self.n), check_index("j", j, self.dv), check_delta(delta)
+        i, j, delta = check_index("i", i, self.n), check_index("j", j, self.dv), check_delta(delta)
+        new = float(self._Vn[i, j]) + delta
+        if not abs(new) <= self._vbound:
+            raise InputError(
+                f"delta={delta:.3g} would make V[{i}, {j}] = {new:.3g}, beyond what {self.dtype} sums of "
+                f"{self.n} values hold (|V| must stay below {self._vbound:.3g})",
+                "use a smaller delta",
+            )
+        return i, j, delta
+
+    def _check_row(self, i, delta, name: str, size: int, current: np.ndarray, bound: float):
+        i = check_index("i", i, current.shape[0])
+        if isinstance(delta, torch.Tensor):
+            delta = delta.detach().cpu().numpy()
+        try:
+            vec = np.asarray(delta, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InputError(f"delta must be a vector of {size} numbers, got {type(delta).__name__}") from None
+        if vec.shape != (size,):
+            raise InputError(
+                f"delta must be a vector of length {size}, got shape {vec.shape}", f"one entry per column of {name}"
+            )
+        if not np.isfinite(vec).all():
+            raise InputError("delta contains NaN or infinite entries")
+        new = current[i].astype(np.float64) + vec
+        if not np.abs(new).max() <= bound:
+            raise InputError(
+                f"delta would make {name}[{i}] reach {float(np.abs(new).max()):.3g}, beyond {bound:.3g} "
+                f"(overflow in {self.dtype})",
+                "use a smaller delta",
+            )
+        return i, vec.astype(current.dtype)
+
+    def _check_k_row(self, i, delta):
+        return self._check_row(i, delta, "K", self.d, self._Kn, self._kbound)
+
+    def _check_v_row(self, i, delta):
+        return self._check_row(i, delta, "V", self.dv, self._Vn, self._vbound)
 
     def _check_q(self, i, j) -> tuple[int, int]:
         return check_index("i", i, self.m), check_index("j", j, self.dv)
@@ -320,6 +425,34 @@ class AttentionMaintainer:
             The increment (finite).
         """
         raise NotImplementedError
+
+    def update_k_row(self, i: int, delta) -> None:
+        """``K[i] += delta`` for a whole key row (here: one entry update per column; subclasses do better).
+
+        Parameters
+        ----------
+        i : int
+            A row of ``K``.
+        delta : sequence, array or tensor of length d
+            The increment (finite, and keeping the logits finite).
+        """
+        i, delta = self._check_k_row(i, delta)
+        for j in np.flatnonzero(delta):
+            self.update_k(i, int(j), float(delta[j]))
+
+    def update_v_row(self, i: int, delta) -> None:
+        """``V[i] += delta`` for a whole value row (here: one entry update per column; subclasses do better).
+
+        Parameters
+        ----------
+        i : int
+            A row of ``V``.
+        delta : sequence, array or tensor of length d_v
+            The increment (finite, and keeping the value's sums finite).
+        """
+        i, delta = self._check_v_row(i, delta)
+        for j in np.flatnonzero(delta):
+            self.update_v(i, int(j), float(delta[j]))
 
     def query(self, i: int, j: int) -> float:  # pragma: no cover - abstract
         """``B[i, j]`` exactly.

@@ -14,15 +14,12 @@ from ..claims import Claim
 from ..registry import method
 
 SLUG = "dynamic_attention"
-TAUS = (0.25, 0.5, 0.75)
+TAUS = (0.5, 0.625, 0.75)
 EXACT_TOL = 1e-9
-WORK_TOL = 0.15  # counters follow k = ceil(n^tau) exactly; rounding of the ceiling moves a slope by < 0.1
 TIME_TOL = 0.4  # timers: cache effects and shared machines
-TIME_MIN_N = 512  # below this, Python's per-call cost (~10 us) hides the O(n d) work: times are not judged
-# Times follow the work only where the work dominates, so time exponents are judged only there:
-MIN_K_TIME = 16  # update: a rebuild multiplies by k columns; with k < 16 it is memory-bound (k / 4 flops per
-# byte) and its time jumps where Q leaves the cache (seen: slope 1.9 to 2.5 across seeds at tau 0.25)
-MIN_QUERY_WORK_TIME = 5e4  # query: below ~5e4 multiply-adds the ~10 us per-call cost dominates
+# A rebuild multiplies by k columns; with k < 16 it is memory-bound (k / 4 flops per byte) and its time jumps
+# where Q leaves the cache (seen: slope 1.9 to 2.5 across seeds at tau 0.25), so every tau has k >= 16.
+MIN_K_TIME = 16
 
 
 # ------------------------------------------------------------------------------------------------- exact
@@ -33,6 +30,9 @@ def _holds_exact(m: Mapping[str, float]) -> bool:
         and m["rebuilds"] >= 10
         and m["queries_after_rebuild"] >= 10
         and m["max_pending_over_k"] <= 1.0
+        and m["adversarial_lazy_max_rel_err"] <= EXACT_TOL
+        and m["adversarial_dominant_edits"] >= 10
+        and m["adversarial_queries"] >= 50
     )
 
 
@@ -41,63 +41,74 @@ EXACT = Claim(
     statement=(
         "After random mixed sequences of UpdateK, UpdateV and Query (repeated entries, queries right "
         f"after rebuilds, tau in {{0.25, 0.5, 1}} and k = 1), every answer of the lazy structure equals "
-        f"softmax attention recomputed from scratch to {EXACT_TOL:g} in float64, as eager maintenance does."
+        f"softmax attention recomputed from scratch to {EXACT_TOL:g} in float64, as eager maintenance does; "
+        "and under adversarial magnitudes (keys made to dominate a row by logits of 30 to 700 and removed "
+        f"again, values edited to 1e-12 of themselves) within {EXACT_TOL:g} relative to softmax(Q_i K^T) |V|, "
+        "where unguarded eager maintenance loses all accuracy."
     ),
     run="experiments:run_exact",
     holds=_holds_exact,
-    headline="lazy_max_abs_err",
-    baseline="eager_max_abs_err",
+    headline="adversarial_lazy_max_rel_err",
+    baseline="adversarial_eager_max_rel_err",
     paper="theory only: Definition 1.2, the structure answers Query(i, j) exactly; no experiments",
 )
 
 
 # -------------------------------------------------------------------------------------------------- cost
+# The update exponent is judged as the slope of the ratio to eager maintenance's time on the same updates, measured
+# interleaved in thread CPU time: both are Theta(m d) per update with classical multiplication, so the ratio's slope
+# is 0, and BLAS's rising throughput cancels in it (the absolute slopes, reported, were 0.5-0.9 at quick scale; the
+# ratio slopes -0.33 to 0.08 over seeds 0-2 at smoke and quick scale). A per-update full recomputation gives +1, an
+# update whose cost does not grow -1.
+RATIO_SLOPE_MAX = 0.5
+RATIO_SLOPE_MIN = -0.5
+
+
 def _holds_cost(m: Mapping[str, float]) -> bool:
     ok = True
     for tau in TAUS:
         key = f"tau{tau:g}"
-        ok &= abs(m[f"{key}_update_work_slope"] - m[f"{key}_predicted_update"]) <= WORK_TOL
-        ok &= abs(m[f"{key}_query_work_slope"] - m[f"{key}_predicted_query"]) <= WORK_TOL
-        # Times: the bounds are O(.) upper bounds, so a time exponent must not exceed the prediction by more than
-        # TIME_TOL; slower growth is expected at these sizes, where BLAS throughput still rises with the matrix
-        # size (measured 4.5 -> 14 GMAC/s from n = 512 to 2048), so lower slopes are reported, not judged.
-        if m["n_min"] >= TIME_MIN_N:
-            if m[f"{key}_k_at_nmin"] >= MIN_K_TIME:
-                ok &= m[f"{key}_update_time_slope"] <= m[f"{key}_predicted_update"] + TIME_TOL
-                ok &= m[f"{key}_update_time_slope"] > 1.0  # and it does grow superlinearly, as n d work does
-            if m[f"{key}_query_work_at_nmin"] >= MIN_QUERY_WORK_TIME:
-                ok &= m[f"{key}_query_time_slope"] <= m[f"{key}_predicted_query"] + TIME_TOL
-                ok &= m[f"{key}_query_time_slope"] > 1.0
+        ok &= m[f"{key}_k_at_nmin"] >= MIN_K_TIME  # the rebuilds are products of >= 16 columns: work dominates
+        # and the same exponent as eager maintenance, whose update is Theta(m d) by construction: the ratio of the
+        # two times, measured interleaved on the same updates (same load, same BLAS effects), is flat in n
+        ok &= RATIO_SLOPE_MIN <= m[f"{key}_update_over_eager_slope"] <= RATIO_SLOPE_MAX
+        # O(k d) is an upper bound; at these sizes per-call cost still flattens the measured slope
+        ok &= m[f"{key}_query_time_slope"] <= m[f"{key}_predicted_query"] + TIME_TOL
+    lo, hi = f"tau{TAUS[0]:g}", f"tau{TAUS[-1]:g}"
+    # the query pays for the pending list: at the largest n, k grows ~ n^(tau_hi - tau_lo) between the extreme taus
+    ok &= m[f"{hi}_query_us_at_nmax"] >= 2.0 * m[f"{lo}_query_us_at_nmax"]
     return bool(ok)
 
 
 COST = Claim(
     key=f"{SLUG}/cost",
     statement=(
-        "With d = n and classical matrix multiplication (omega(1,1,tau) = 2 + tau), the amortised update "
-        "cost grows as n^2 and the worst-case query cost as n^(1+tau) (the paper's n^(omega(1,1,tau)-tau) "
-        "and n^(1+tau) with that omega): log-log slopes of the work counters within "
-        f"{WORK_TOL} of those exponents for tau in {{0.25, 0.5, 0.75}}; time slopes above 1 and at most "
-        f"{TIME_TOL} above them (O() bounds) when n >= {TIME_MIN_N} and the work dominates (updates: "
-        f"rebuilds of k >= {MIN_K_TIME} columns; queries: >= {MIN_QUERY_WORK_TIME:.0e} multiply-adds)."
+        "Measured in CPU time on one thread (medians of repeats), with d fixed and classical matrix "
+        "multiplication, the lazy structure's amortised update time grows as eager maintenance's, as n (m = n "
+        "queries: one m x k x d product per k updates): the ratio of the two on the same updates, measured "
+        f"interleaved, has log-log slope between {RATIO_SLOPE_MIN} and {RATIO_SLOPE_MAX} for tau in "
+        f"{{0.5, 0.625, 0.75}}, k >= {MIN_K_TIME} at the smallest n; its worst-case query time grows no faster "
+        f"than n^tau (slope at most {TIME_TOL} above tau, per-call overhead removed) and is at least twice as long "
+        "at the largest tau as at the smallest; the absolute time slopes and the work counters are reported beside."
     ),
     run="experiments:run_cost",
     holds=_holds_cost,
-    headline="tau0.5_update_time_slope",
-    baseline="tau0.5_predicted_update",
+    headline="tau0.75_update_over_eager_slope",
+    baseline="predicted_update_over_eager_slope",
     paper="Thm 1.3: update n^(omega(1,1,tau)-tau) amortised, query n^(1+tau) worst case (d = n)",
 )
 
 
 # ---------------------------------------------------------------------------------------------- trade-off
-LARGE_FACTOR = 10.0
+CROSSOVER_TOL = 0.2
 
 
 def _holds_tradeoff(m: Mapping[str, float]) -> bool:
     return (
-        m["full_over_lazy"] >= LARGE_FACTOR
-        and m["q99_naive_over_lazy"] > 1.0
-        and m["q10_naive_over_lazy"] < 1.0
+        m["q99_naive_over_lazy"] >= 1.25
+        and m["q0_naive_over_lazy"] <= 0.2
+        and 0.0 <= m["naive_crossover_measured"] <= 1.0
+        and abs(m["naive_crossover_measured"] - m["naive_crossover_predicted"]) <= CROSSOVER_TOL
         and m["max_answer_diff"] <= 1e-9
     )
 
@@ -105,16 +116,45 @@ def _holds_tradeoff(m: Mapping[str, float]) -> bool:
 TRADEOFF = Claim(
     key=f"{SLUG}/tradeoff",
     statement=(
-        "At n = 4096, d = 64, tau = 0.5, on a mixed workload (half updates, half queries) the lazy "
-        f"structure is at least {LARGE_FACTOR:g}x faster than full recomputation after each update; as its "
-        "cost model predicts, it beats naive per-query recomputation when queries dominate (99%) and loses "
-        "to it when updates dominate (10% queries), with identical answers."
+        "At n = 4096, d = 64, tau = 0.5, on update/query mixes spanning several rebuild periods, the lazy "
+        "structure is at least 1.25x faster than naive per-query recomputation at 99% queries and at least 5x "
+        "slower on updates alone; the query share where they cost the same, measured on the mixes, is within "
+        f"{CROSSOVER_TOL} of the one the per-operation cost model predicts; the answers are identical."
     ),
     run="experiments:run_tradeoff",
     holds=_holds_tradeoff,
-    headline="full_over_lazy",
-    baseline="q50_naive_over_lazy",
+    headline="naive_crossover_measured",
+    baseline="naive_crossover_predicted",
     paper="no experiments; the trade-off follows from the bounds (tau trades update against query)",
 )
 
-METHOD = method(SLUG, (EXACT, COST, TRADEOFF))
+
+def _holds_beats_eager(m: Mapping[str, float]) -> bool:
+    return m["update_eager_over_lazy"] >= 2.0 and m["best_eager_over_lazy"] >= 1.5
+
+
+BEATS_EAGER = Claim(
+    key=f"{SLUG}/beats-eager",
+    statement=(
+        "The lazy structure's amortised update is at least 2x cheaper than eager maintenance's (exact AV and row "
+        "sums after every update, vectorised), and on some update/query mix it is at least 1.5x faster overall, "
+        "as the paper's bound n^(omega(1,1,tau)-tau) < n^2 for eager (d = n) suggests."
+    ),
+    run="experiments:run_tradeoff",
+    holds=_holds_beats_eager,
+    headline="update_eager_over_lazy",
+    baseline="best_eager_over_lazy",
+    paper="Thm 1.3 with fast rectangular multiplication; no experiments",
+    expected=False,
+    finding=(
+        "With classical (BLAS) multiplication omega(1,1,tau) = 2 + tau, so the lazy update costs Theta(m d) "
+        "amortised, the same order as eager maintenance's matrix-vector product; only the GEMM-vs-GEMV "
+        "constant remains, and the precision guard's extra columns (|V| and the error bounds) spend most of "
+        "it. Measured in thread CPU time, seeds 0-2: eager/lazy update time 0.81-0.88 at n = 4096, d = 64, "
+        "tau = 0.5 (0.72-0.77 at n = 2048), eager queries ~8x cheaper, so eager is faster on every mix (best "
+        "eager/lazy 0.62-0.86, no crossover; lazy/eager per update 1.1-1.9 over n = 1024-4096 and three taus). "
+        "The lazy structure's win is over naive recomputation on query-heavy mixes (the tradeoff claim)."
+    ),
+)
+
+METHOD = method(SLUG, (EXACT, COST, TRADEOFF, BEATS_EAGER))
