@@ -72,18 +72,45 @@ def test_batched_generation_equals_unbatched(pair, lam):
 
 
 def test_lambda_endpoints_reproduce_the_models(pair):
+    """lambda = 0 is the reference and lambda = 1 the aligned model: identical greedy and seeded sampled
+    generations, and exact response log-probabilities on an enumerable language, while the two models differ
+    (a test, not a claim: it holds by construction)."""
     tok, aligned, ref = pair
-    enc = prompts(tok, ["to be or"])
+    enc = prompts(tok, ["to be or", "whether"])
     for lam, model in ((0.0, ref), (1.0, aligned)):
-        got = dera_generate(aligned, ref, enc["input_ids"], lam=lam, max_new_tokens=15)
-        want = model.generate(
-            input_ids=enc["input_ids"],
-            attention_mask=enc["attention_mask"],
-            max_new_tokens=15,
-            do_sample=False,
-            pad_token_id=tok.pad_token_id,
-        )
-        assert torch.equal(got, want)
+        for sample in (False, True):
+            got = dera_generate(
+                aligned,
+                ref,
+                enc["input_ids"],
+                attention_mask=enc["attention_mask"],
+                lam=lam,
+                max_new_tokens=15,
+                do_sample=sample,
+                seed=7,
+                eos_token_id=None,
+            )
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(7)
+                want = model.generate(
+                    input_ids=enc["input_ids"],
+                    attention_mask=enc["attention_mask"],
+                    max_new_tokens=15,
+                    do_sample=sample,
+                    top_k=0,
+                    top_p=1.0,
+                    temperature=1.0,
+                    eos_token_id=None,
+                    pad_token_id=tok.pad_token_id,
+                )
+            assert torch.equal(got, want)
+    lang = EnumerableLanguage("abc", prompt_len=1, response_len=3)
+    a, r = tiny_llama(lang.vocab_size, seed=1), tiny_llama(lang.vocab_size, seed=2)
+    la, lr = response_logprobs(a, lang), response_logprobs(r, lang)
+    assert float((la - lr).abs().max()) > 1e-3
+    assert float((response_logprobs(DeRa(a, r, 0.0), lang) - lr).abs().max()) <= 1e-5
+    assert float((response_logprobs(DeRa(a, r, 1.0), lang) - la).abs().max()) <= 1e-5
+    assert float((response_logprobs(interpolate_weights(r, a, 1.0), lang) - la).abs().max()) <= 1e-5
 
 
 def test_mixing_logits_equals_mixing_logprobs():
@@ -97,7 +124,10 @@ def test_mixing_logits_equals_mixing_logprobs():
     banned[:, 0] = float("-inf")
     assert bool(torch.isneginf(mix_logprobs(banned, r, 2.0)[:, 0]).all())
     assert bool(torch.isneginf(mix_logprobs(banned, r, 0.5)[:, 0]).all())
-    assert torch.equal(mix_logprobs(banned, r, 0.0), torch.log_softmax(r, -1))
+    assert bool(torch.isneginf(mix_logprobs(banned, r, 0.0)[:, 0]).all())  # bans hold at lambda 0 too
+    torch.testing.assert_close(mix_logprobs(banned, r, 0.0)[:, 1:], torch.log_softmax(r[:, 1:], -1))
+    assert torch.equal(mix_logprobs(a, r, 0.0), torch.log_softmax(r, -1))  # exact at the endpoints
+    assert torch.equal(mix_logprobs(a, r, 1.0), torch.log_softmax(a, -1))
 
 
 def test_sequence_scoring(pair):
@@ -150,13 +180,13 @@ def test_bad_input(pair):
     tok, aligned, ref = pair
     ids = tok(["to be"], return_tensors="pt")["input_ids"]
     other = tiny_gpt2(len(tok) + 3, seed=3)
-    with pytest.raises(InputError, match="different vocabularies"):
+    with pytest.raises(InputError, match="different vocabulary"):
         dera_generate(aligned, other, ids, lam=0.5)
-    with pytest.raises(InputError, match="different vocabularies"):
+    with pytest.raises(InputError, match="different vocabulary"):
         DeRa(aligned, other, 0.5)
-    with pytest.raises(InputError, match="lambda must be"):
+    with pytest.raises(InputError, match="lam must be"):
         dera_generate(aligned, ref, ids, lam=-0.1)
-    with pytest.raises(InputError, match="lambda must be"):
+    with pytest.raises(InputError, match="lam must be"):
         DeRaLogitsProcessor(ref, math.nan)
     with pytest.raises(InputError, match="non-finite logits"):
         mix_logprobs(torch.tensor([[0.0, float("nan")]]), torch.zeros(1, 2), 0.5)

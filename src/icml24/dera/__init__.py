@@ -8,6 +8,7 @@ from .baselines import interpolate_weights, retrain  # noqa: E402
 from .decoding import (  # noqa: E402
     DeRa,
     DeRaLogitsProcessor,
+    DeRaModel,
     LambdaSearch,
     dera_generate,
     dera_logprobs,
@@ -18,6 +19,7 @@ from .decoding import (  # noqa: E402
 __all__ = [
     "DeRa",
     "DeRaLogitsProcessor",
+    "DeRaModel",
     "dera_generate",
     "dera_logprobs",
     "lambda_search",

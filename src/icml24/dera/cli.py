@@ -40,6 +40,9 @@ def register(subparsers, parents) -> None:
     g.add_argument("--ref", default=None, help="local HF folder of its reference model")
     g.add_argument("--samples", type=int, default=4, help="number of samples (1 = greedy unless --sample)")
     g.add_argument("--sample", action="store_true", help="sample even for one output")
+    g.add_argument(
+        "--num-beams", type=int, default=1, help="beam search with this many beams (prints the --samples best)"
+    )
     g.add_argument("--max-new-tokens", type=int, default=64)
     g.add_argument("--temperature", type=float, default=1.0)
     g.add_argument("--top-k", type=int, default=0)
@@ -106,7 +109,7 @@ def generate_command(args: argparse.Namespace) -> int:
     ----------
     args : argparse.Namespace
         The parsed options: ``lam``, ``prompt``, ``aligned``, ``ref``, ``samples``, ``sample``,
-        ``max_new_tokens``, ``temperature``, ``top_k``, ``top_p`` and ``seed``.
+        ``num_beams``, ``max_new_tokens``, ``temperature``, ``top_k``, ``top_p`` and ``seed``.
 
     Returns
     -------
@@ -116,7 +119,8 @@ def generate_command(args: argparse.Namespace) -> int:
     Raises
     ------
     InputError
-        When ``--lambda`` is negative or not finite, ``--samples`` or ``--max-new-tokens`` is below 1, only one of
+        When ``--lambda`` is negative or not finite, ``--samples``, ``--num-beams`` or ``--max-new-tokens`` is below
+        1, ``--samples`` exceeds ``--num-beams`` in beam search, the two folders' tokenizers differ, only one of
         ``--aligned`` and ``--ref`` is given, the prompt is not in the enumerable language (default pair), or a
         folder is not a local Hugging Face model folder.
     """
@@ -127,8 +131,14 @@ def generate_command(args: argparse.Namespace) -> int:
 
     hf_logging.disable_progress_bar()
     lam = check_lambda(args.lam)
-    if args.samples < 1 or args.max_new_tokens < 1:
-        raise InputError("--samples and --max-new-tokens must be >= 1")
+    if args.samples < 1 or args.max_new_tokens < 1 or args.num_beams < 1:
+        raise InputError("--samples, --num-beams and --max-new-tokens must be >= 1")
+    beams = args.num_beams > 1
+    if beams and args.samples > args.num_beams:
+        raise InputError(f"--samples {args.samples} exceeds --num-beams {args.num_beams}", "print at most one per beam")
+    rows = 1 if beams else args.samples
+    sample = (args.samples > 1 and not beams) or args.sample
+    beam_kw = {"num_beams": args.num_beams, "num_return_sequences": args.samples} if beams else {}
     if (args.aligned is None) != (args.ref is None):
         raise InputError("give both --aligned and --ref, or neither (to use the trained enumerable pair)")
     if args.aligned is None:
@@ -138,19 +148,21 @@ def generate_command(args: argparse.Namespace) -> int:
                 f"prompt {args.prompt!r} is not in the language",
                 f"use {lang.prompt_len} of the symbols {lang.symbols!r}, e.g. --prompt ab",
             )
-        ids = torch.tensor([lang.encode(args.prompt)] * args.samples)
+        ids = torch.tensor([lang.encode(args.prompt)] * rows)
         out = dera_generate(
             aligned,
             ref,
             ids,
             lam=lam,
             max_new_tokens=lang.response_len,
-            do_sample=args.samples > 1 or args.sample,
+            do_sample=sample,
             temperature=args.temperature,
             top_k=args.top_k,
             top_p=args.top_p,
             seed=args.seed,
             allowed_ids=lang.symbol_ids,
+            eos_token_id=None,
+            **beam_kw,
         )
         from ..data.text import SymbolReward
 
@@ -168,9 +180,18 @@ def generate_command(args: argparse.Namespace) -> int:
             raise InputError(f"--{k} {p} is not a local Hugging Face model folder (no config.json)")
     tok = AutoTokenizer.from_pretrained(paths["aligned"], local_files_only=True)
     tok.padding_side = "left"
+    try:
+        ref_tok = AutoTokenizer.from_pretrained(paths["ref"], local_files_only=True)
+    except (OSError, ValueError):
+        ref_tok = None  # a model folder without its own tokenizer: the aligned model's is used
+    if ref_tok is not None and ref_tok.get_vocab() != tok.get_vocab():
+        raise InputError(
+            "--ref has a different tokenizer vocabulary from --aligned",
+            "DeRa mixes the two models token by token: give an aligned model and its own reference",
+        )
     aligned = AutoModelForCausalLM.from_pretrained(paths["aligned"], local_files_only=True).eval()
     ref = AutoModelForCausalLM.from_pretrained(paths["ref"], local_files_only=True).eval()
-    enc = tok([args.prompt] * args.samples, return_tensors="pt", padding=True)
+    enc = tok([args.prompt] * rows, return_tensors="pt", padding=True)
     out = dera_generate(
         aligned,
         ref,
@@ -178,7 +199,8 @@ def generate_command(args: argparse.Namespace) -> int:
         attention_mask=enc["attention_mask"],
         lam=lam,
         max_new_tokens=args.max_new_tokens,
-        do_sample=args.samples > 1 or args.sample,
+        do_sample=sample,
+        **beam_kw,
         temperature=args.temperature,
         top_k=args.top_k,
         top_p=args.top_p,

@@ -5,7 +5,7 @@ strength ``beta`` by exact policy gradient; for each ``lambda`` a fresh copy is 
 lambda`` (the ground truth), and DeRa(``lambda``), weight interpolation and the exact sequence-level
 geometric mixture are compared with it by exact KL divergences, expected rewards and the exact
 reward-KL frontier of the optimal policies. The claims in :mod:`icml24.dera.paper` judge the metrics of
-:func:`run_realignment`, :func:`run_identities` and :func:`run_cost`.
+:func:`run_realignment`.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from ..nn.lm import TrainConfig, kl_divergence, language_batches, optimal_policy
 from ..runs import save_figure
 from ..threads import single_thread
 from ..validation import check_int, check_seed
-from .baselines import interpolate_weights, retrain
-from .decoding import DeRa, dera_generate
-from .paper import BETA, LAMBDAS
+from .baselines import interpolate_weights, preference_pairs, retrain, retrain_dpo
+from .decoding import DeRa, dera_generate, lambda_search
+from .paper import BETA, LAMBDAS, TARGET_BETAS
 
 
 @dataclass
@@ -83,6 +83,23 @@ def build_world(seed: int, sft_steps: int) -> World:
     return World(lang, ref, response_logprobs(ref, lang).double(), SymbolReward().table(lang), sft)
 
 
+@functools.lru_cache(maxsize=2)
+def shared_world(seed: int, sft_steps: int) -> World:
+    """:func:`build_world`, cached: the experiments of one (seed, scale) share one SFT reference (they never
+    modify it: every aligned model is a copy).
+
+    Parameters
+    ----------
+    seed : int
+    sft_steps : int
+
+    Returns
+    -------
+    World
+    """
+    return build_world(seed, sft_steps)
+
+
 def frontier(ref_lp: torch.Tensor, reward: torch.Tensor, betas=None) -> tuple[np.ndarray, np.ndarray]:
     """The exact reward-KL frontier of the optimal policies pi*(beta) (mean over prompts), KL ascending.
 
@@ -134,10 +151,47 @@ def frontier_gap(point_kl: float, point_r: float, fk: np.ndarray, fr: np.ndarray
     return float(np.interp(point_kl, fk, fr) - point_r)
 
 
+def split_prompts(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A seeded half/half split of the prompts: validation (where lambda is chosen) and held-out.
+
+    Parameters
+    ----------
+    n : int
+        Number of prompts.
+    seed : int
+
+    Returns
+    -------
+    validation, held_out : torch.Tensor
+        Prompt indices.
+    """
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed + 1000))
+    return perm[: n // 2].sort().values, perm[n // 2 :].sort().values
+
+
+def regularised_reward(lp: torch.Tensor, ref_lp: torch.Tensor, reward: torch.Tensor, beta: float) -> float:
+    """The KL-regularised objective ``E_pi[r] - beta KL(pi || pi_ref)``, mean over prompts (exact).
+
+    Parameters
+    ----------
+    lp, ref_lp : torch.Tensor
+        Response log-probabilities of the policy and the reference, (prompts, responses).
+    reward : torch.Tensor
+        Rewards, same shape.
+    beta : float
+        The target KL strength.
+
+    Returns
+    -------
+    float
+    """
+    return float(((lp.exp() * reward).sum(-1) - beta * kl_divergence(lp, ref_lp)).mean())
+
+
 @functools.lru_cache(maxsize=4)
 def realignment_experiment(scale: Scale, seed: int) -> dict[str, float]:
-    """Run the whole controlled experiment once per (scale, seed); both the realignment and the cost claims
-    read it (the retraining times and DeRa's sweep time are measured here, in the same run).
+    """Run the whole controlled experiment once per (scale, seed), cached (the retraining times and DeRa's
+    sweep time are measured here, in the same run).
 
     Parameters
     ----------
@@ -157,7 +211,7 @@ def realignment_experiment(scale: Scale, seed: int) -> dict[str, float]:
     pps = scale.pick(4, 4, None)
     out: dict[str, float] = {}
     with single_thread():
-        w = build_world(seed, sft_steps)
+        w = shared_world(seed, sft_steps)
         lang, ref, ref_lp, R = w.lang, w.ref, w.ref_lp, w.reward
         t0 = time.perf_counter()
         aligned, res = retrain(ref, lang, ref_lp, R, BETA, steps=steps, prompts_per_step=pps, seed=seed)
@@ -171,6 +225,8 @@ def realignment_experiment(scale: Scale, seed: int) -> dict[str, float]:
             return float((lp.exp() * R).sum(-1).mean()), float(kl_divergence(lp, ref_lp).mean())
 
         retrain_total, dera_total = 0.0, 0.0
+        val, held = split_prompts(len(lang.prompts()), seed)
+        held_scores = {bt: {} for bt in TARGET_BETAS}
         for lam in LAMBDAS:
             key = f"lam{lam:g}"
             t0 = time.perf_counter()
@@ -200,6 +256,20 @@ def realignment_experiment(scale: Scale, seed: int) -> dict[str, float]:
                 out[f"{key}_{name}_frontier_gap"] = frontier_gap(k, r, fk, fr)
             out[f"{key}_reward_gap_dera"] = abs(out[f"{key}_dera_reward"] - out[f"{key}_retrained_reward"])
             out[f"{key}_reward_gap_interp"] = abs(out[f"{key}_interp_reward"] - out[f"{key}_retrained_reward"])
+            for bt in TARGET_BETAS:
+                held_scores[bt][lam] = regularised_reward(rt_lp[held], ref_lp[held], R[held], bt)
+        prompts = lang.prompts()
+        for bt in TARGET_BETAS:
+
+            def metric(model, bt=bt):
+                lp = response_logprobs(model, lang, prompts=[prompts[i] for i in val]).double()
+                return regularised_reward(lp, ref_lp[val], R[val], bt)
+
+            picked = lambda_search(aligned, ref, LAMBDAS, metric).best
+            best = max(held_scores[bt], key=held_scores[bt].get)
+            out[f"target{bt:g}_lambda_dera_validation"] = picked
+            out[f"target{bt:g}_lambda_retrained_heldout"] = best
+            out[f"target{bt:g}_log2_distance"] = abs(float(np.log2(picked / best)))
         out["retrain_seconds_total"] = retrain_total
         out["dera_sweep_seconds"] = dera_total
         # decoding cost of the sweep in practice: 64 sampled responses per lambda
@@ -210,6 +280,55 @@ def realignment_experiment(scale: Scale, seed: int) -> dict[str, float]:
         out["dera_sample_seconds"] = time.perf_counter() - t0
         out["reward_range"] = float(fr[-1] - out["reward_ref"])
     plot_frontier(fk, fr, out)
+    return out
+
+
+def run_dpo_realignment(scale: Scale, seed: int) -> dict[str, float]:
+    """The paper's setting: the aligned model trained by DPO on preference pairs sampled from the reference
+    and labelled by a Bradley-Terry annotator of the reward; for each lambda, DeRa from that model and weight
+    interpolation against the DPO model retrained at ``beta / lambda`` on the same pairs (exact KL).
+
+    Parameters
+    ----------
+    scale : Scale
+        Sets the SFT and DPO steps and the number of pairs.
+    seed : int
+
+    Returns
+    -------
+    dict of str to float
+        Per lambda (``lam<l>_``): exact KL of DeRa, weight interpolation, the reference and the DPO model at
+        ``beta`` to the DPO model retrained at ``beta / lambda``; expected rewards of DeRa and of the retrained
+        model; the means ``mean_kl_dera_to_dpo_retrained`` and ``mean_kl_interp_to_dpo_retrained``, and
+        ``worst_ratio_dera_over_interp``.
+    """
+    sft_steps = scale.pick(150, 300, 600)
+    steps = scale.pick(80, 150, 400)
+    pairs_per_prompt = scale.pick(64, 128, 256)
+    out: dict[str, float] = {}
+    with single_thread():
+        w = shared_world(seed, sft_steps)
+        lang, ref, ref_lp, R = w.lang, w.ref, w.ref_lp, w.reward
+        pairs = preference_pairs(ref_lp, R, pairs_per_prompt, seed=seed)
+        aligned, _ = retrain_dpo(ref, lang, ref_lp, pairs, BETA, steps=steps, prompts_per_step=4, seed=seed)
+        al_lp = response_logprobs(aligned, lang).double()
+        out["dpo_kl_to_ref"] = float(kl_divergence(al_lp, ref_lp).mean())
+        out["dpo_kl_to_optimum"] = float(kl_divergence(al_lp, optimal_policy(ref_lp, R, BETA)).mean())
+        for lam in LAMBDAS:
+            key = f"lam{lam:g}"
+            rt, _ = retrain_dpo(ref, lang, ref_lp, pairs, BETA / lam, steps=steps, prompts_per_step=4, seed=seed + 1)
+            rt_lp = response_logprobs(rt, lang).double()
+            d_lp = response_logprobs(DeRa(aligned, ref, lam), lang).double()
+            w_lp = response_logprobs(interpolate_weights(ref, aligned, lam), lang).double()
+            for name, lp in (("dera", d_lp), ("interp", w_lp), ("ref", ref_lp), ("aligned", al_lp)):
+                out[f"{key}_kl_{name}_to_dpo_retrained"] = float(kl_divergence(lp, rt_lp).mean())
+            out[f"{key}_dera_reward"] = float((d_lp.exp() * R).sum(-1).mean())
+            out[f"{key}_dpo_retrained_reward"] = float((rt_lp.exp() * R).sum(-1).mean())
+    dera = [out[f"lam{l:g}_kl_dera_to_dpo_retrained"] for l in LAMBDAS]
+    interp = [out[f"lam{l:g}_kl_interp_to_dpo_retrained"] for l in LAMBDAS]
+    out["mean_kl_dera_to_dpo_retrained"] = sum(dera) / len(dera)
+    out["mean_kl_interp_to_dpo_retrained"] = sum(interp) / len(interp)
+    out["worst_ratio_dera_over_interp"] = max(d / i for d, i in zip(dera, interp))
     return out
 
 
@@ -246,6 +365,32 @@ def plot_frontier(fk: np.ndarray, fr: np.ndarray, m: dict[str, float]) -> None:
     save_figure(fig, "dera-frontier")
 
 
+def run_lambda_search(scale: Scale, seed: int) -> dict[str, float]:
+    """The lambda-selection claim's run, from :func:`realignment_experiment` (no extra training): for each
+    target strength ``beta_t`` in :data:`~icml24.dera.paper.TARGET_BETAS`, the lambda that
+    :func:`~icml24.dera.lambda_search` picks with DeRa on validation prompts (objective ``E[r] - beta_t KL``)
+    and the lambda whose retrained model scores best on the held-out prompts.
+
+    Parameters
+    ----------
+    scale : Scale
+    seed : int
+
+    Returns
+    -------
+    dict of str to float
+        Per target (``target<beta_t>_``): both lambdas and their distance in octaves (``log2_distance``);
+        ``max_log2_distance`` over targets and ``matches`` (how many targets agree).
+    """
+    m = realignment_experiment(scale, seed)
+    out = {k: v for k, v in m.items() if k.startswith("target")}
+    dist = [m[f"target{bt:g}_log2_distance"] for bt in TARGET_BETAS]
+    out["max_log2_distance"] = max(dist)
+    out["matches"] = float(sum(d == 0.0 for d in dist))
+    out["targets"] = float(len(TARGET_BETAS))
+    return out
+
+
 def run_realignment(scale: Scale, seed: int) -> dict[str, float]:
     """The realignment claim's run: :func:`realignment_experiment` plus the means over lambda.
 
@@ -259,7 +404,8 @@ def run_realignment(scale: Scale, seed: int) -> dict[str, float]:
     dict of str to float
         The experiment's metrics, ``worst_ratio_dera_over_interp`` (the largest ratio of DeRa's KL to the
         retrained model over weight interpolation's), ``mean_kl_dera_to_retrained`` and
-        ``mean_kl_interp_to_retrained``.
+        ``mean_kl_interp_to_retrained``, and ``retrain_over_dera``: the retraining time over DeRa's sweep
+        (exact evaluation plus 64 samples per lambda), reported, not judged.
     """
     m = dict(realignment_experiment(scale, seed))
     m["worst_ratio_dera_over_interp"] = max(
@@ -267,86 +413,8 @@ def run_realignment(scale: Scale, seed: int) -> dict[str, float]:
     )
     m["mean_kl_dera_to_retrained"] = sum(m[f"lam{l:g}_kl_dera_to_retrained"] for l in LAMBDAS) / len(LAMBDAS)
     m["mean_kl_interp_to_retrained"] = sum(m[f"lam{l:g}_kl_interp_to_retrained"] for l in LAMBDAS) / len(LAMBDAS)
+    m["retrain_over_dera"] = m["retrain_seconds_total"] / (m["dera_sweep_seconds"] + m["dera_sample_seconds"])
     return m
-
-
-def run_identities(scale: Scale, seed: int) -> dict[str, float]:
-    """The identities claim's run: DeRa at lambda 0 and 1 against the reference and the aligned model.
-
-    Parameters
-    ----------
-    scale : Scale
-        Sets the SFT and alignment steps.
-    seed : int
-
-    Returns
-    -------
-    dict of str to float
-        Largest absolute differences of exact response log-probabilities (DeRa and weight interpolation at
-        lambda 0 and 1 against the reference and the aligned model; aligned against reference), and the
-        fraction of greedy and seeded sampled generations that are identical.
-    """
-    with single_thread():
-        w = build_world(seed, scale.pick(60, 150, 300))
-        aligned, _ = retrain(
-            w.ref, w.lang, w.ref_lp, w.reward, BETA, steps=scale.pick(20, 40, 100), prompts_per_step=4, seed=seed
-        )
-        lang = w.lang
-        al_lp = response_logprobs(aligned, lang)
-        ref_lp = response_logprobs(w.ref, lang)
-        d0, d1 = response_logprobs(DeRa(aligned, w.ref, 0.0), lang), response_logprobs(DeRa(aligned, w.ref, 1.0), lang)
-        i0 = response_logprobs(interpolate_weights(w.ref, aligned, 0.0), lang)
-        i1 = response_logprobs(interpolate_weights(w.ref, aligned, 1.0), lang)
-        prompts = torch.tensor([lang.encode(p) for p in lang.prompts()])
-        same = []
-        for lam, model in ((0.0, w.ref), (1.0, aligned)):
-            for sample in (False, True):
-                kw = {"do_sample": True, "seed": 7} if sample else {}
-                g_dera = dera_generate(aligned, w.ref, prompts, lam=lam, max_new_tokens=lang.response_len, **kw)
-                with torch.random.fork_rng(devices=[]):
-                    if sample:
-                        torch.manual_seed(7)
-                    g_model = model.generate(
-                        input_ids=prompts,
-                        attention_mask=torch.ones_like(prompts),
-                        max_new_tokens=lang.response_len,
-                        do_sample=sample,
-                        **({"top_k": 0, "top_p": 1.0, "temperature": 1.0} if sample else {}),
-                        pad_token_id=lang.pad_id,
-                    )
-                same.append(float(torch.equal(g_dera, g_model)))
-    return {
-        "max_abs_logp_diff_lam0_vs_ref": float((d0 - ref_lp).abs().max()),
-        "max_abs_logp_diff_lam1_vs_aligned": float((d1 - al_lp).abs().max()),
-        "interp_max_abs_logp_diff_lam0": float((i0 - ref_lp).abs().max()),
-        "interp_max_abs_logp_diff_lam1": float((i1 - al_lp).abs().max()),
-        "aligned_vs_ref_max_abs_logp_diff": float((al_lp - ref_lp).abs().max()),
-        "generations_identical": float(sum(same) / len(same)),
-    }
-
-
-def run_cost(scale: Scale, seed: int) -> dict[str, float]:
-    """The cost claim's run: retraining time over DeRa's sweep time, from :func:`realignment_experiment`.
-
-    Parameters
-    ----------
-    scale : Scale
-    seed : int
-
-    Returns
-    -------
-    dict of str to float
-        ``retrain_seconds_total`` (one retraining per lambda), ``dera_sweep_seconds`` (exact evaluation plus
-        64 samples per lambda), their ratio ``retrain_over_dera`` and ``lambdas``.
-    """
-    m = realignment_experiment(scale, seed)
-    sweep = m["dera_sweep_seconds"] + m["dera_sample_seconds"]
-    return {
-        "retrain_seconds_total": m["retrain_seconds_total"],
-        "dera_sweep_seconds": sweep,
-        "retrain_over_dera": m["retrain_seconds_total"] / sweep,
-        "lambdas": float(len(LAMBDAS)),
-    }
 
 
 __all__ = [
@@ -359,6 +427,9 @@ __all__ = [
     "realignment_experiment",
     "plot_frontier",
     "run_realignment",
-    "run_identities",
-    "run_cost",
+    "run_dpo_realignment",
+    "run_lambda_search",
+    "split_prompts",
+    "regularised_reward",
+    "shared_world",
 ]
