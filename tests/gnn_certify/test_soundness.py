@@ -71,7 +71,7 @@ def _check_report(model, net, data, report, space, node=None):
     return decided
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**6), mode_index=st.integers(0, 2))
 def test_graph_verdicts_match_brute_force(seed, mode_index):
     model, data, g, q = _graph_case(seed)
@@ -165,3 +165,48 @@ def test_dense_relu_head(seed):
         report = certify(model, data, global_budget=2, strength=2, bounds=MODES[seed])
     space, _, _, _ = build_space(net, data, global_budget=2, strength=2)
     assert _check_report(model, net, data, report, space) == len(report.certificates)
+
+
+def test_no_tolerance_turns_an_attack_into_a_certificate():
+    """Regression: ``margin_tol=-100`` used to report "robust" beside an attack of margin -0.27. Tolerances below
+    SCIP's own are refused, and an accepted one, however large, can only make a verdict "unknown"."""
+    from icml24.errors import InputError
+
+    model, data, g, q = _graph_case(0)
+    net = network_from_module(model)
+    space, _, _, _ = build_space(net, data, global_budget=g, local_budget=q)
+    report = certify(model, data, global_budget=g, local_budget=q, target=0)
+    assert report.verdict == NOT_ROBUST and report[0].checked_margin < 0
+    assert brute_force_minimum(net, space, report.predicted, 0)[0] < 0
+    for tol in (-100.0, -1e-3, 0.0, 1e-9, float("nan"), float("-inf")):
+        with pytest.raises(InputError, match="margin_tol"):
+            certify(model, data, global_budget=g, local_budget=q, margin_tol=tol)
+    huge = certify(model, data, global_budget=g, local_budget=q, margin_tol=1e6)
+    assert all(c.verdict != ROBUST for c in huge.certificates)
+    assert huge[0].verdict == NOT_ROBUST  # an attack the model confirms is reported whatever the tolerance
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 10**6),
+    budget=st.floats(0.0, 0.5),
+    strength=st.integers(0, 3),
+    tol=st.sampled_from([1e-6, 1e-3, 0.1, 10.0]),
+    settings_name=st.sampled_from(["fast", "official"]),
+)
+def test_never_robust_when_brute_force_finds_an_attack(seed, budget, strength, tol, settings_name):
+    """Over random small graphs, fractional budgets, local strengths and every accepted tolerance: certify never
+    says robust when the brute-force minimum margin is negative, and never not_robust when it is positive."""
+    model, data, _, _ = _graph_case(seed)
+    net = network_from_module(model)
+    with single_thread():
+        report = certify(
+            model, data, budget=budget, strength=strength, margin_tol=tol, settings=settings_name, time_limit=60
+        )
+    space, _, _, _ = build_space(net, data, budget=budget, strength=strength)
+    for cert in report.certificates:
+        bf, _ = brute_force_minimum(net, space, report.predicted, cert.target)
+        if bf < 0:
+            assert cert.verdict != ROBUST, f"false certificate: brute force reaches {bf}"
+        if bf > 0:
+            assert cert.verdict != NOT_ROBUST

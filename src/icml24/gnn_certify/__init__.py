@@ -8,10 +8,15 @@ Misener; ICML 2024; arXiv 2402.13937; official code github.com/christopherhojny/
 >>> report.verdict, report.certificates[0].flips                              # doctest: +SKIP
 
 - :func:`certify` -- the MIP of the paper solved by SCIP (PySCIPOpt); bounds ``basic`` / ``sbt`` / ``abt``.
+- :func:`certify_dataset` -- every graph of a PyG ``Batch`` / ``Dataset`` / ``DataLoader``: per-graph time
+  limit, progress bar, resumable ``.jsonl`` results, and the summary of the paper's tables.
 - :func:`topology_bounds` (sbt, and abt under local fixings), :func:`basic_bounds` (the baseline),
   :func:`brute_force_minimum` (the exact reference for small budgets).
 - :func:`load_model_json`, :func:`read_instance`, :func:`mutag_model`, :func:`mutag_instance` -- the official
   artefacts; :class:`SAGEGraphClassifier`, :class:`SAGENodeClassifier` -- the official architectures in PyG.
+- Any PyG model of ``SAGEConv(aggr="sum")`` / ``GINConv`` layers, PyG's ``GraphSAGE(aggr="sum")`` and ``GIN``
+  model classes, ReLU, ``global_add_pool`` and ``Linear`` layers (GIN is not in the paper: its layer is the same
+  MIP with a per-node MLP; see :mod:`icml24.gnn_certify.network`).
 
 Deviations from the official code (each is also noted where it is implemented):
 
@@ -38,6 +43,7 @@ require("torch_geometric", "pyscipopt", extra="graphs", what="gnn_certify")
 from .baselines import basic_bounds, brute_force_minimum, margins
 from .bounds import MODES, Bounds, topology_bounds
 from .certify import NOT_ROBUST, ROBUST, UNKNOWN, Certificate, Report, build_space, certify, compute_bounds
+from .dataset import DatasetReport, certify_dataset
 from .io import GraphInstance, load_model_json, mutag_instance, mutag_model, network_from_json, read_instance
 from .network import (
     SAGEGraphClassifier,
@@ -52,6 +58,8 @@ from .space import AttackSpace, official_graph_budgets
 
 __all__ = [
     "certify",
+    "certify_dataset",
+    "DatasetReport",
     "Certificate",
     "Report",
     "ROBUST",

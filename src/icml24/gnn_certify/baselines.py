@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InputError
+from ..validation import check_bool, check_int
+from ._checks import as_array, check_class, check_network, check_space
 from .bounds import Bounds, affine_lo_hi, propagate_head
 from .network import SageNetwork
 from .space import AttackSpace
@@ -39,6 +42,9 @@ def basic_bounds(net: SageNetwork, space: AttackSpace, input_based: bool = False
     Bounds
         ``mode`` "basic" or "basic-input".
     """
+    net = check_network(net)
+    space = check_space(space, net)
+    input_based = check_bool(input_based, "input_based")
     if input_based:
         lo, hi = space.x_lb.copy(), space.x_ub.copy()
     else:
@@ -80,8 +86,41 @@ def margins(
     Returns
     -------
     float array [B]
+        One margin per row of ``flip_sets``.
     """
-    feats = space.x_lb if x is None else x
+    net = check_network(net)
+    space = check_space(space, net)
+    f = as_array(flip_sets, "flip_sets", ndim=2, dtype=None, allow_empty=True)
+    if f.shape[1] != space.num_slots:
+        raise InputError(
+            f"flip_sets must be [B, S={space.num_slots}] (one column per slot of the space), got {f.shape}",
+            "space.slots lists the slots; build flip sets with np.zeros((B, space.num_slots), bool)",
+        )
+    if f.dtype.kind not in "biu" or not np.isin(f, (0, 1)).all():
+        raise InputError("flip_sets must hold booleans (or 0/1)")
+    f = f.astype(bool)
+    if space.directed and (f & ~space.slot_present).any():
+        raise InputError("flip_sets adds arcs, but node classification only deletes existing ones")
+    orig, target = _classes(net, orig, target)
+    if x is None:
+        feats = space.x_lb
+    else:
+        feats = as_array(x, "x", shape=space.x_lb.shape)
+        if (feats < space.x_lb).any() or (feats > space.x_ub).any():
+            raise InputError("x must lie in the space's feature box [x_lb, x_ub]")
+    return _margins(net, space, f, orig, target, feats)
+
+
+def _classes(net: SageNetwork, orig, target) -> tuple[int, int]:
+    orig = check_class(orig, "orig", net.num_classes)
+    target = check_class(target, "target", net.num_classes)
+    if orig == target:
+        raise InputError(f"target must differ from orig ({orig})")
+    return orig, target
+
+
+def _margins(net: SageNetwork, space: AttackSpace, flip_sets: np.ndarray, orig: int, target: int, feats=None):
+    feats = space.x_lb if feats is None else feats
     adj = space.flipped_adj(flip_sets).astype(np.float64)
     out = net.forward(feats, adj)
     if space.target_node is not None and out.ndim == 3:
@@ -90,7 +129,7 @@ def margins(
 
 
 def brute_force_minimum(
-    net: SageNetwork, space: AttackSpace, orig: int, target: int, chunk: int = 4096
+    net: SageNetwork, space: AttackSpace, orig: int, target: int, chunk: int = 4096, max_sets: int = 10_000_000
 ) -> tuple[float, np.ndarray]:
     """The exact minimum of ``logit[orig] - logit[target]`` over every feasible flip set (fixed features).
 
@@ -104,6 +143,8 @@ def brute_force_minimum(
         Classes.
     chunk : int, default 4096
         Flip sets per forward pass.
+    max_sets : int, default 10_000_000
+        Refuse spaces with more flip sets than this (counted without the local budgets).
 
     Returns
     -------
@@ -111,6 +152,18 @@ def brute_force_minimum(
     flips : bool array [S]
         A minimising flip set.
     """
+    net = check_network(net)
+    space = check_space(space, net)
+    orig, target = _classes(net, orig, target)
+    chunk = check_int(chunk, "chunk", min_val=1)
+    max_sets = check_int(max_sets, "max_sets", min_val=1)
+    if not space.fixed_features:
+        raise InputError("space has a feature box; brute force enumerates flips with fixed features only")
+    if space.count_flip_sets() > max_sets:
+        raise InputError(
+            f"space has up to {space.count_flip_sets()} flip sets, more than max_sets={max_sets}",
+            "brute force is for small budgets; raise max_sets to try anyway",
+        )
     best, best_flips = np.inf, np.zeros(space.num_slots, dtype=bool)
     batch: list[tuple[int, ...]] = []
 
@@ -119,7 +172,7 @@ def brute_force_minimum(
         f = np.zeros((len(batch), space.num_slots), dtype=bool)
         for i, combo in enumerate(batch):
             f[i, list(combo)] = True
-        m = margins(net, space, f, orig, target)
+        m = _margins(net, space, f, orig, target)
         i = int(np.argmin(m))
         if m[i] < best:
             best, best_flips = float(m[i]), f[i]

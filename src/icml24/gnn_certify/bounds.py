@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import InputError
+from ._checks import as_array, check_network, check_space
 from .network import GRAPH, SageNetwork
 from .space import AttackSpace
 
@@ -212,9 +214,46 @@ def topology_bounds(
     ----------
     Hojny, Zhang, Campos, Misener (ICML 2024), §3.2-3.3; official ``computeBoundGNNSageLayerNode``.
     """
+    net = check_network(net)
+    space = check_space(space, net)
+    S = space.num_slots
+    s_lo = np.zeros(S) if slot_lo is None else as_array(slot_lo, "slot_lo", shape=(S,), allow_empty=True)
+    s_hi = np.ones(S) if slot_hi is None else as_array(slot_hi, "slot_hi", shape=(S,), allow_empty=True)
+    for name, arr in (("slot_lo", s_lo), ("slot_hi", s_hi)):
+        if ((arr < 0) | (arr > 1)).any():
+            raise InputError(f"{name} must lie in [0, 1] (bounds of binary adjacency variables)")
+    if (s_lo > s_hi).any():
+        raise InputError("slot_lo <= slot_hi must hold for every slot")
+    x_lo = None if x_lo is None else as_array(x_lo, "x_lo", shape=space.x_lb.shape)
+    x_hi = None if x_hi is None else as_array(x_hi, "x_hi", shape=space.x_lb.shape)
+    if x_lo is not None and (x_lo < space.x_lb - 1e-9).any():
+        raise InputError("x_lo must lie inside the space's feature box (x_lo >= space.x_lb)")
+    if x_hi is not None and (x_hi > space.x_ub + 1e-9).any():
+        raise InputError("x_hi must lie inside the space's feature box (x_hi <= space.x_ub)")
+    if ((space.x_lb if x_lo is None else x_lo) > (space.x_ub if x_hi is None else x_hi)).any():
+        raise InputError("x_lo <= x_hi must hold elementwise")
+    return topology_bounds_unchecked(net, space, s_lo, s_hi, x_lo, x_hi, slot_lo is None and slot_hi is None)
+
+
+def topology_bounds_unchecked(net, space, s_lo, s_hi, x_lo, x_hi, static: bool) -> Bounds:
+    """:func:`topology_bounds` on checked arrays (also called by the abt separator at every B&B node).
+
+    Parameters
+    ----------
+    net : SageNetwork
+    space : AttackSpace
+    s_lo, s_hi : float array [S]
+        Local bounds of the adjacency variables.
+    x_lo, x_hi : float array [n, F] or None
+        Local feature bounds (None: the space's box).
+    static : bool
+        True for the sbt bounds (every slot free), False for abt.
+
+    Returns
+    -------
+    Bounds
+    """
     n = space.n
-    s_lo = np.zeros(space.num_slots) if slot_lo is None else np.asarray(slot_lo, dtype=np.float64)
-    s_hi = np.ones(space.num_slots) if slot_hi is None else np.asarray(slot_hi, dtype=np.float64)
     src, dst, sid = space.msg_src, space.msg_dst, space.msg_slot
     present = space.adj[src, dst]
     on = s_lo[sid] > 0.5
@@ -235,9 +274,7 @@ def topology_bounds(
 
     lo = space.x_lb.copy() if x_lo is None else np.asarray(x_lo, dtype=np.float64)
     hi = space.x_ub.copy() if x_hi is None else np.asarray(x_hi, dtype=np.float64)
-    b = Bounds(
-        mode="sbt" if slot_lo is None and slot_hi is None else "abt", inp_lo=lo, inp_hi=hi, infeasible=infeasible
-    )
+    b = Bounds(mode="sbt" if static else "abt", inp_lo=lo, inp_hi=hi, infeasible=infeasible)
     for layer in net.sage:
         # aux bounds for z = a_uv * h_u with h the input of this layer
         zl = np.where(free[:, None], np.minimum(lo[src], 0.0), np.where(on[:, None], lo[src], 0.0))
@@ -265,4 +302,12 @@ def topology_bounds(
     return propagate_head(net, space, b)
 
 
-__all__ = ["Bounds", "MODES", "topology_bounds", "propagate_head", "affine_lo_hi", "k_most"]
+__all__ = [
+    "Bounds",
+    "MODES",
+    "topology_bounds",
+    "topology_bounds_unchecked",
+    "propagate_head",
+    "affine_lo_hi",
+    "k_most",
+]

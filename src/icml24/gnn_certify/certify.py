@@ -17,7 +17,8 @@ import numpy as np
 import torch
 
 from ..errors import InputError
-from ..validation import check_array, check_bool, check_choice, check_float, check_int, check_seed
+from ..validation import check_bool, check_choice, check_float, check_int, check_seed
+from ._checks import as_array, check_network, check_space, kept_modes
 from .baselines import basic_bounds
 from .bounds import MODES, Bounds, topology_bounds
 from .mip import CertificationMIP, SolveResult
@@ -105,6 +106,27 @@ class Certificate:
         d["perturbed_x"] = None if self.perturbed_x is None else self.perturbed_x.tolist()
         return d
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "Certificate":
+        """The inverse of :meth:`as_dict`.
+
+        Parameters
+        ----------
+        d : dict
+
+        Returns
+        -------
+        Certificate
+        """
+        d = dict(d)
+        for key in ("flips", "added", "removed"):
+            d[key] = [tuple(int(v) for v in p) for p in d.get(key) or []]
+        if d.get("perturbed_edge_index") is not None:
+            d["perturbed_edge_index"] = np.asarray(d["perturbed_edge_index"], dtype=np.int64).reshape(2, -1)
+        if d.get("perturbed_x") is not None:
+            d["perturbed_x"] = np.asarray(d["perturbed_x"], dtype=np.float64)
+        return cls(**d)
+
 
 @dataclass
 class Report:
@@ -117,11 +139,17 @@ class Report:
     predicted : int
         The model's clean prediction.
     task : {"graph", "node"}
+    global_budget : int, optional
+        Delta, the most flips in total.
+    budget_of : str
+        How Delta was obtained (for a fraction: of which edges or arcs).
     """
 
     certificates: list[Certificate]
     predicted: int
     task: str
+    global_budget: int | None = None
+    budget_of: str = ""
 
     @property
     def verdict(self) -> str:
@@ -129,6 +157,52 @@ class Report:
         if NOT_ROBUST in vs:
             return NOT_ROBUST
         return ROBUST if vs == {ROBUST} else UNKNOWN
+
+    def as_dict(self) -> dict:
+        """The report as JSON-ready values.
+
+        Returns
+        -------
+        dict
+        """
+        return {
+            "verdict": self.verdict,
+            "predicted": self.predicted,
+            "task": self.task,
+            "global_budget": self.global_budget,
+            "budget_of": self.budget_of,
+            "certificates": [c.as_dict() for c in self.certificates],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Report":
+        """The inverse of :meth:`as_dict`.
+
+        Parameters
+        ----------
+        d : dict
+
+        Returns
+        -------
+        Report
+        """
+        return cls(
+            certificates=[Certificate.from_dict(c) for c in d["certificates"]],
+            predicted=int(d["predicted"]),
+            task=str(d["task"]),
+            global_budget=d.get("global_budget"),
+            budget_of=str(d.get("budget_of", "")),
+        )
+
+    @property
+    def seconds(self) -> float:
+        """Solve time over every target (build time included)."""
+        return float(sum(c.seconds + c.build_seconds for c in self.certificates))
+
+    @property
+    def nodes(self) -> int:
+        """Branch-and-bound nodes over every target."""
+        return int(sum(c.nodes for c in self.certificates))
 
     def __getitem__(self, target: int) -> Certificate:
         for c in self.certificates:
@@ -142,51 +216,153 @@ def _as_network(model, task: str | None, relu) -> tuple[torch.nn.Module, SageNet
     if isinstance(model, SageNetwork):
         return module_from_network(model), model
     if not isinstance(model, torch.nn.Module):
-        raise InputError(f"model must be a PyG torch.nn.Module, got {type(model).__name__}")
+        raise InputError(f"model must be a PyG torch.nn.Module or a SageNetwork, got {type(model).__name__}")
     return model, network_from_module(model, task=task, relu=relu)
 
 
 def _graph_arrays(data) -> tuple[np.ndarray, np.ndarray]:
+    if data is None or isinstance(data, (str, bytes, np.ndarray, torch.Tensor, list, tuple, dict)):
+        raise InputError(f"data must be a torch_geometric Data with x and edge_index, got {type(data).__name__}")
     x = getattr(data, "x", None)
     ei = getattr(data, "edge_index", None)
     if x is None or ei is None:
         raise InputError("data must have x [n, F] and edge_index [2, E] (a torch_geometric Data)")
-    x = x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x
-    ei = ei.detach().cpu().numpy() if isinstance(ei, torch.Tensor) else ei
-    x = check_array(x, "data.x", ndim=2).astype(np.float64)
-    ei = check_array(ei, "data.edge_index", shape=(2, None), dtype="integer", allow_empty=True)
+    num_graphs = getattr(data, "num_graphs", 1) if getattr(data, "batch", None) is not None else 1
+    if isinstance(num_graphs, int) and num_graphs > 1:
+        raise InputError(
+            f"data is a batch of {num_graphs} graphs; certify takes one graph",
+            "certify each graph of a Batch, Dataset or DataLoader with certify_dataset",
+        )
+    x = as_array(x, "data.x", ndim=2).astype(np.float64)
+    ei = as_array(ei, "data.edge_index", shape=(2, None), dtype="integer", allow_empty=True)
     if ei.size and (ei.min() < 0 or ei.max() >= x.shape[0]):
         raise InputError(f"data.edge_index refers to nodes outside [0, {x.shape[0]})")
     return x, ei.astype(np.int64)
 
 
 def _feature_box(x: np.ndarray, lb, ub) -> tuple[np.ndarray, np.ndarray]:
-    lo = x.copy() if lb is None else np.broadcast_to(np.asarray(lb, dtype=np.float64), x.shape).copy()
-    hi = x.copy() if ub is None else np.broadcast_to(np.asarray(ub, dtype=np.float64), x.shape).copy()
-    if not (lo <= x).all() or not (x <= hi).all():
-        raise InputError("feature_lb <= data.x <= feature_ub must hold")
+    def box(value, name):
+        if value is None:
+            return x.copy()
+        arr = as_array(value, name, ndim=(0, 1, 2))
+        try:
+            return np.broadcast_to(arr, x.shape).astype(np.float64).copy()
+        except ValueError:
+            raise InputError(f"{name} must broadcast to data.x's shape {x.shape}, got {arr.shape}") from None
+
+    lo, hi = box(lb, "feature_lb"), box(ub, "feature_ub")
+    if not (lo <= x).all():
+        raise InputError("feature_lb <= data.x must hold")
+    if not (x <= hi).all():
+        raise InputError("data.x <= feature_ub must hold")
     return lo, hi
 
 
-def _local(local_budget, n: int, default: np.ndarray) -> np.ndarray:
+def _local(local_budget, n: int, default: np.ndarray, subset: np.ndarray | None = None) -> np.ndarray:
+    """Q_v: one integer or one per node of ``data`` (``n`` nodes); node task: restricted to ``subset``."""
     if local_budget is None:
         return default
-    if isinstance(local_budget, torch.Tensor):
-        local_budget = local_budget.detach().cpu().numpy()
-    q = check_array(local_budget, "local_budget", ndim=(0, 1), dtype="integer")
+    q = as_array(local_budget, "local_budget", ndim=(0, 1), dtype="integer")
     if q.ndim == 1 and q.shape[0] != n:
-        raise InputError(f"local_budget must be one integer or one per node ({n}), got {q.shape[0]}")
+        raise InputError(f"local_budget must be one integer or one per node of data ({n}), got {q.shape[0]} entries")
     if (q < 0).any():
         raise InputError("local_budget must be integers >= 0 (one, or one per node)")
-    return np.broadcast_to(q, (n,)).astype(np.int64)
+    q = np.broadcast_to(q, (n,)).astype(np.int64)
+    return q if subset is None else q[subset]
+
+
+def _check_budget_args(budget, global_budget) -> tuple[float | None, int | None]:
+    budget = check_float(budget, "budget", min_val=0.0, max_val=1.0, allow_none=True)
+    global_budget = check_int(global_budget, "global_budget", min_val=0, allow_none=True)
+    return budget, global_budget
 
 
 def _global(budget, global_budget, entries: int) -> int | None:
+    budget, global_budget = _check_budget_args(budget, global_budget)
     if global_budget is not None:
-        return check_int(global_budget, "global_budget", min_val=0)
+        return global_budget
     if budget is None:
         return None
-    return math.ceil(entries * check_float(budget, "budget", min_val=0.0))
+    return math.ceil(entries * budget)
+
+
+#: SCIP parameters that other arguments of :func:`certify` set, and the argument to use instead.
+_MANAGED = {
+    "limits/time": "time_limit",
+    "limits/gap": "decision",
+    "limits/absgap": "decision",
+    "randomization/randomseedshift": "seed",
+    "lp/threads": "threads",
+    "parallel/maxnthreads": "threads",
+    "timing/clocktype": "clock",
+}
+_SCIP_DEFAULTS: dict | None = None
+
+
+def check_scip_params(scip_params) -> dict:
+    """Refuse unknown SCIP parameter names, values of the wrong type or range, and tolerances.
+
+    ``numerics/*`` (tolerances that could turn a wrong bound into a certificate) and the parameters other
+    arguments of :func:`certify` set are refused; every other value is tried on a scratch SCIP model.
+
+    Parameters
+    ----------
+    scip_params : dict of str to bool, int, float or str, or None
+
+    Returns
+    -------
+    dict
+        A copy of the parameters.
+    """
+    global _SCIP_DEFAULTS
+    if scip_params is None:
+        return {}
+    if not isinstance(scip_params, dict):
+        raise InputError(
+            f"scip_params must be a dict of SCIP parameter names to values, got {type(scip_params).__name__}"
+        )
+    from pyscipopt import Model
+
+    scratch = Model()
+    scratch.hideOutput()
+    if _SCIP_DEFAULTS is None:
+        _SCIP_DEFAULTS = scratch.getParams()
+    out = {}
+    for name, value in scip_params.items():
+        if not isinstance(name, str) or name not in _SCIP_DEFAULTS:
+            close = [k for k in _SCIP_DEFAULTS if isinstance(name, str) and name.split("/")[-1] in k][:3]
+            raise InputError(
+                f"scip_params: unknown SCIP parameter {name!r}",
+                f"similar names: {', '.join(close)}" if close else "see SCIP's parameter list (model.getParams())",
+            )
+        if name in _MANAGED:
+            raise InputError(f"scip_params: {name!r} is set by the argument {_MANAGED[name]!r}; use that instead")
+        if name.startswith("numerics/"):
+            raise InputError(
+                f"scip_params: {name!r} is a numerical tolerance, which could turn a wrong bound into a certificate",
+                "numerics/* parameters are refused",
+            )
+        default = _SCIP_DEFAULTS[name]
+        kind = type(default)
+        value = value.item() if isinstance(value, np.generic) else value
+        ok = (
+            isinstance(value, bool)
+            if kind is bool
+            else (isinstance(value, int) and not isinstance(value, bool))
+            if kind is int
+            else (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value))
+            if kind is float
+            else isinstance(value, str)
+        )
+        if not ok:
+            raise InputError(f"scip_params: {name!r} takes a {kind.__name__} (like {default!r}), got {value!r}")
+        try:
+            scratch.setParam(name, value)
+        except Exception as exc:  # SCIP's range check
+            raise InputError(f"scip_params: {name!r} = {value!r} is refused by SCIP ({exc})") from None
+        out[name] = value
+    scratch.freeProb()
+    return out
 
 
 def build_space(
@@ -221,6 +397,10 @@ def build_space(
     edge_index : int array [2, E]
         The edges of ``data``.
     """
+    net = check_network(net)
+    _check_budget_args(budget, global_budget)
+    strength = check_int(strength, "strength", min_val=0)
+    max_nodes = check_int(max_nodes, "max_nodes", min_val=1)
     x, ei = _graph_arrays(data)
     n, F = x.shape
     if F != net.in_features:
@@ -282,7 +462,7 @@ def build_space(
     if g is None:
         raise InputError("give global_budget (a number of arc deletions) for node classification")
     strength = check_int(strength, "strength", min_val=0)
-    q = _local(local_budget, k, np.full(k, int(strength), dtype=np.int64))
+    q = _local(local_budget, n, np.full(k, int(strength), dtype=np.int64), subset)
     lo, hi = _feature_box(x, feature_lb, feature_ub)
     space = AttackSpace(
         adj=adj,
@@ -311,7 +491,9 @@ def compute_bounds(net: SageNetwork, space: AttackSpace, mode: str) -> Bounds:
     -------
     Bounds
     """
-    mode = check_choice(mode, "bounds", MODES)
+    net = check_network(net)
+    space = check_space(space, net)
+    mode = check_choice(mode, "mode", MODES)
     if mode == "basic":
         return basic_bounds(net, space)
     return topology_bounds(net, space)
@@ -374,6 +556,7 @@ def certify(
     scip_params: dict | None = None,
     attack_first: bool = False,
     margin_tol: float = MARGIN_TOL,
+    graph_time_limit: float | None = None,
 ) -> Report:
     """Prove that no allowed attack changes the model's prediction, or find one that does (paper §3).
 
@@ -383,17 +566,19 @@ def certify(
         ``SAGEConv(aggr="sum")`` layers with ReLU, then (graph classification) global add-pool and ``Linear``
         layers; e.g. :class:`SAGEGraphClassifier` or a model read by :func:`load_model_json`.
     data : torch_geometric.data.Data
-        ``x`` [n, F] and ``edge_index`` (undirected, without self-loops, for graph classification).
+        One graph: ``x`` [n, F] and ``edge_index`` (undirected, without self-loops, for graph classification).
+        A ``Batch`` of several graphs is refused: :func:`~icml24.gnn_certify.certify_dataset` certifies each.
     budget : float
-        Global budget as a fraction of ``edge_index`` entries, ``Delta = ceil(budget * E)``
-        (official ``create_temporary_data_graphclassification.py``; default 0.1).
+        Global budget as a fraction in [0, 1]: ``Delta = ceil(budget * E)`` with ``E`` the ``edge_index``
+        entries (graph classification, official ``create_temporary_data_graphclassification.py``; default 0.1)
+        or the arcs of the node's k-hop subgraph (node classification). ``report.budget_of`` says which.
     global_budget : int, optional
         Delta as a number of flips (overrides ``budget``; node classification's official convention).
+    local_budget : int or sequence of int, optional
+        Q_v given directly (overrides ``strength``): one integer, or one per node of ``data``.
     strength : int
         Local attack strength ``s``: ``Q_v = max(0, deg(v) - maxdeg + s)`` (graph) or ``Q_v = s`` (node);
         official experiments: 2.
-    local_budget : int or sequence of int, optional
-        Q_v given directly (overrides ``strength``).
     target : int or sequence of int, optional
         Target classes; default every class other than the prediction (official label shift ``k``:
         ``target = (prediction + k) % C``).
@@ -427,7 +612,11 @@ def certify(
         Try the greedy attack of :mod:`~icml24.gnn_certify.attacks` before the MIP (not in the paper; fixed
         features only). A re-checked attack ends that target with ``not_robust`` (status "greedy attack").
     margin_tol : float
-        A ``robust`` verdict needs a dual bound above this (default 1e-6).
+        A ``robust`` verdict needs a dual bound above this (at least SCIP's feasibility tolerance 1e-6, the
+        default; a larger value can only turn verdicts into ``unknown``).
+    graph_time_limit : float, optional
+        Seconds (on ``clock``) for all targets together: each target gets ``min(time_limit, what is left)``,
+        and targets reached after it ran out are ``unknown`` (status "graph time limit").
 
     Returns
     -------
@@ -442,11 +631,28 @@ def certify(
     settings = check_choice(settings, "settings", SETTINGS)
     decision = check_bool(decision, "decision")
     attack_first = check_bool(attack_first, "attack_first")
-    margin_tol = check_float(margin_tol, "margin_tol", min_val=0.0)
-    params = {**SETTINGS[settings], **(scip_params or {})}
+    # a tolerance below SCIP's own (1e-6) could let a numerically wrong dual bound through as a certificate
+    margin_tol = check_float(margin_tol, "margin_tol", min_val=MARGIN_TOL)
+    graph_time_limit = check_float(
+        graph_time_limit, "graph_time_limit", min_val=0.0, include_boundaries="right", allow_none=True
+    )
+    if task is not None:
+        task = check_choice(task, "task", (GRAPH, NODE))
+    _check_budget_args(budget, global_budget)
+    params = {**SETTINGS[settings], **check_scip_params(scip_params)}
+    if target is not None:
+        raw = [target] if isinstance(target, (int, np.integer, bool)) or not hasattr(target, "__iter__") else target
+        if isinstance(raw, (str, bytes)):
+            raise InputError(f"target must be a class index or a list of them, got {target!r}")
+        raw = list(raw)
+        if not raw:
+            raise InputError("target is empty", "give a class index, a list of them, or None for every other class")
     module, net = _as_network(model, task, relu)
     if task is not None and task != net.task:
         raise InputError(f"task={task!r} does not match the model ({net.task} classification)")
+    C = net.num_classes
+    if target is not None:
+        targets = sorted({check_int(t, "target", min_val=0, max_val=C - 1) for t in raw})
     space, x_sub, subset, ei = build_space(
         net,
         data,
@@ -461,37 +667,73 @@ def certify(
     )
     x_full, _ = _graph_arrays(data)
     n_full = x_full.shape[0]
-    clean = run_model(module, x_full, ei, net.task)
-    if net.task == NODE:
-        clean = clean[node]
-    C = net.num_classes
-    orig = int(np.argmax(clean))
-    if target is None:
-        targets = [t for t in range(C) if t != orig]
-    else:
-        targets = [target] if isinstance(target, (int, np.integer)) else list(target)
-        targets = [check_int(t, "target", min_val=0, max_val=C - 1) for t in targets]
-        if orig in targets:
+    with kept_modes(module):
+        clean = run_model(module, x_full, ei, net.task)
+        if net.task == NODE:
+            clean = clean[node]
+        orig = int(np.argmax(clean))
+        if target is None:
+            targets = [t for t in range(C) if t != orig]
+        elif orig in targets:
             raise InputError(f"target must be a class other than the prediction {orig}, got {orig}")
-    b = compute_bounds(net, space, bounds)
-    certs = []
-    for t in targets:
-        if attack_first and space.fixed_features:
-            cert = _greedy_certificate(
-                module, net, space, x_full, subset, ei, n_full, orig, int(t), bounds, node, clock, seed
-            )
-            if cert is not None:
-                certs.append(cert)
+        clk = time.process_time if clock == "cpu" else time.perf_counter
+        start = clk()
+        b = compute_bounds(net, space, bounds)
+        certs = []
+        for t in targets:
+            left = math.inf if graph_time_limit is None else graph_time_limit - (clk() - start)
+            if left <= 0.01:
+                certs.append(_out_of_time(orig, int(t), bounds, space.global_budget))
                 continue
-        mip = CertificationMIP(net, space, b, orig, int(t), separator=(bounds == "abt"), clean_x=x_sub)
-        res = mip.solve(
-            time_limit=time_limit, seed=seed, threads=threads, decision=decision, clock=clock, params=params
-        )
-        certs.append(
-            _interpret(res, module, net, space, x_full, subset, ei, n_full, orig, int(t), bounds, node, margin_tol)
-        )
-        mip.free()
-    return Report(certificates=certs, predicted=orig, task=net.task)
+            if attack_first and space.fixed_features:
+                cert = _greedy_certificate(
+                    module, net, space, x_full, subset, ei, n_full, orig, int(t), bounds, node, clock, seed
+                )
+                if cert is not None:
+                    certs.append(cert)
+                    continue
+            mip = CertificationMIP(net, space, b, orig, int(t), separator=(bounds == "abt"), clean_x=x_sub)
+            try:
+                res = mip.solve(
+                    time_limit=min(time_limit, left),
+                    seed=seed,
+                    threads=threads,
+                    decision=decision,
+                    clock=clock,
+                    params=params,
+                )
+            finally:
+                mip.free()
+            certs.append(
+                _interpret(res, module, net, space, x_full, subset, ei, n_full, orig, int(t), bounds, node, margin_tol)
+            )
+    if net.task == GRAPH:
+        of = f"the {ei.shape[1]} edge_index entries of the graph (both directions of each edge)"
+    else:
+        of = f"the {int(space.adj.sum())} arcs of node {node}'s {len(net.sage)}-hop subgraph (deletions only)"
+    how = (
+        f"global_budget={space.global_budget} flips"
+        if global_budget is not None
+        else f"budget={budget:g} of {of}: Delta = {space.global_budget}"
+    )
+    return Report(certificates=certs, predicted=orig, task=net.task, global_budget=space.global_budget, budget_of=how)
+
+
+def _out_of_time(orig: int, target: int, mode: str, global_budget: int) -> Certificate:
+    return Certificate(
+        verdict=UNKNOWN,
+        predicted=orig,
+        target=target,
+        bounds=mode,
+        margin_lower=-math.inf,
+        margin_upper=math.inf,
+        seconds=0.0,
+        build_seconds=0.0,
+        nodes=0,
+        lp_iterations=0,
+        status="graph time limit",
+        global_budget=global_budget,
+    )
 
 
 def _greedy_certificate(
@@ -548,9 +790,6 @@ def _interpret(
         local_cuts=res.local_cuts,
         global_cuts=res.global_cuts,
     )
-    if res.dual > tol:
-        cert.verdict = ROBUST
-        return cert
     if res.flips is not None and res.primal < 0 and space.is_feasible(res.flips):
         pairs, added, removed, pei = _perturbed(space, res.flips, subset, ei, n_full)
         x = x_full.copy()
@@ -563,6 +802,10 @@ def _interpret(
             cert.flips, cert.added, cert.removed = pairs, added, removed
             cert.perturbed_edge_index = pei
             cert.perturbed_x = None if res.x is None else x
+            return cert
+    # robust only from the certified (dual) bound, and never beside an attack SCIP itself found
+    if res.dual > tol and res.primal > tol and res.status != "infeasible":
+        cert.verdict = ROBUST
     return cert
 
 

@@ -49,7 +49,10 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "--budget",
         type=float,
         default=0.1,
-        help="global budget as a fraction of edge_index entries, ceil(pct*E) (default 0.1)",
+        help=(
+            "global budget as a fraction in [0, 1] of the edge_index entries (graph) or of the arcs of the k-hop "
+            "subgraph (node): ceil(pct*E) (default 0.1)"
+        ),
     )
     p.add_argument("--global-budget", type=int, default=None, help="global budget as a number of flips")
     p.add_argument("--strength", type=int, default=2, help="local attack strength s (default 2)")
@@ -77,7 +80,7 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 def _check(args) -> None:
-    check_float(args.budget, "--budget", min_val=0.0)
+    check_float(args.budget, "--budget", min_val=0.0, max_val=1.0)
     check_int(args.global_budget, "--global-budget", min_val=0, allow_none=True)
     check_int(args.strength, "--strength", min_val=0)
     check_float(args.time_limit, "--time-limit", min_val=0.0, include_boundaries="right")
@@ -146,6 +149,7 @@ def certify_command(args: argparse.Namespace) -> int:
         "predicted": report.predicted,
         "instance_label": inst.label,
         "verdict": report.verdict,
+        "budget": report.budget_of,
         "certificates": [c.as_dict() for c in report.certificates],
     }
     if args.out:
@@ -157,7 +161,7 @@ def certify_command(args: argparse.Namespace) -> int:
         print(
             f"{Path(args.graph).name}: {n} nodes, {inst.edge_entries // (1 if net.task == 'node' else 2)} "
             f"{'arcs' if net.task == 'node' else 'edges'}; model predicts {report.predicted} "
-            f"(file label {inst.label}); bounds {args.bounds}"
+            f"(file label {inst.label}); bounds {args.bounds}; {report.budget_of}"
         )
         for c in report.certificates:
             line = (

@@ -28,6 +28,7 @@ from ..validation import check_int
 from .network import GRAPH, NODE, DenseLayer, SageLayer, SageNetwork, check_shapes, module_from_network
 
 SOURCE = "github.com/christopherhojny/SCIP-MPNN, data_experiments/ (Apache-2.0)"
+MUTAG_GRAPHS = 188
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,25 @@ class GraphInstance:
     @property
     def edge_entries(self) -> int:
         return int(self.data.edge_index.shape[1])
+
+
+def _path(value, name: str = "path") -> Path:
+    """A file system path given as str or os.PathLike (not empty, no NUL byte)."""
+    if isinstance(value, bool) or not isinstance(value, (str, os.PathLike)):
+        raise InputError(f"{name} must be a str or os.PathLike, got {type(value).__name__}")
+    text = os.fspath(value)
+    if isinstance(text, bytes) or not text.strip() or "\0" in text:
+        raise InputError(f"{name} must be a non-empty path, got {value!r}")
+    return Path(text)
+
+
+def _root(root) -> Path | None:
+    if root is None:
+        return None
+    path = _path(root, "root")
+    if path.exists() and not path.is_dir():
+        raise InputError(f"root must be a directory (the data root), got the file {path}")
+    return path
 
 
 def _bad(path, what: str) -> InputError:
@@ -101,6 +121,8 @@ def network_from_json(obj: object, path: str | os.PathLike = "<json>") -> SageNe
     InputError
         Naming the file and what is malformed.
     """
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
+        raise InputError(f"path must be a str or os.PathLike (named in messages), got {type(path).__name__}")
     if not isinstance(obj, list) or not obj or not isinstance(obj[0], dict) or "L" not in obj[0]:
         raise _bad(path, 'expected a list starting with {"L": <number of layers>}')
     n_layers = obj[0]["L"]
@@ -180,9 +202,9 @@ def load_model_json(path: str | os.PathLike) -> tuple[torch.nn.Module, SageNetwo
         A PyG module computing the network (float32, eval mode).
     net : SageNetwork
     """
-    path = Path(path)
+    path = _path(path)
     if not path.is_file():
-        raise InputError(f"model file {path} does not exist")
+        raise InputError(f"path: model file {path} does not exist")
     try:
         obj = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -216,9 +238,9 @@ def read_instance(path: str | os.PathLike) -> GraphInstance:
     """
     from torch_geometric.data import Data
 
-    path = Path(path)
+    path = _path(path)
     if not path.is_file():
-        raise InputError(f"instance file {path} does not exist")
+        raise InputError(f"path: instance file {path} does not exist")
     try:
         lines = path.read_text().split("\n")
     except (OSError, UnicodeDecodeError) as exc:
@@ -269,7 +291,7 @@ def mutag_dir(root: str | os.PathLike | None = None) -> Path:
     -------
     pathlib.Path
     """
-    return data_root(root) / "scip_mpnn" / "MUTAG"
+    return data_root(_root(root)) / "scip_mpnn" / "MUTAG"
 
 
 def mutag_model(root: str | os.PathLike | None = None) -> tuple[torch.nn.Module, SageNetwork]:
@@ -319,7 +341,7 @@ def mutag_instance(index: int, root: str | os.PathLike | None = None) -> GraphIn
     DataUnavailable
         When the file is not there, saying where to get it.
     """
-    index = check_int(index, "index", min_val=0)
+    index = check_int(index, "index", min_val=0, max_val=MUTAG_GRAPHS - 1)
     folder = mutag_dir(root) / "instances"
     path = folder / f"graph_MUTAG_{index}.gcinfo"
     if not path.is_file():

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from pyscipopt import SCIP_RESULT, Model, Sepa, quicksum
 
-from .bounds import Bounds, topology_bounds
+from .bounds import Bounds, topology_bounds_unchecked
 from .network import GRAPH, SageNetwork
 from .space import AttackSpace
 
@@ -233,9 +233,10 @@ class CertificationMIP:
             linear_in_a = l == 0 and fixed_input
             if not linear_in_a:
                 zl, zh = b.aux_lo[l], b.aux_hi[l]
+                used = np.flatnonzero(layer.w_nbr.any(axis=0))  # a zero column never reads z (GIN's node-wise maps)
                 for mi in np.flatnonzero(msg_on & ~frozen[sp.msg_slot]):
                     u, a = sp.msg_src[mi], self.a[sp.msg_slot[mi]]
-                    for g in range(Fi):
+                    for g in used:
                         hv = prev_h[u, g]
                         lh, uh = float(prev_lo[u, g]), float(prev_hi[u, g])
                         if hv is None or (lh == 0.0 and uh == 0.0):
@@ -573,7 +574,7 @@ class _TopologySepa(Sepa):
             x_lo, x_hi = sp.x_lb.copy(), sp.x_ub.copy()
             for v, g in zip(*np.nonzero(_has(self.x))):
                 x_lo[v, g], x_hi[v, g] = self._local(self.x[v, g])
-        b = topology_bounds(mip.net, sp, lohi[:, 0], lohi[:, 1], x_lo, x_hi)
+        b = topology_bounds_unchecked(mip.net, sp, lohi[:, 0], lohi[:, 1], x_lo, x_hi, False)
         if b.infeasible:
             return {"result": SCIP_RESULT.CUTOFF}
         local = m.getDepth() > 0

@@ -13,10 +13,18 @@ weights W2 (``w2``) and the bias. :class:`SageNetwork` is the solver-side copy o
 numpy weights and a batched forward pass over many adjacency matrices (used by brute force and sampling).
 
 A user's own PyG model is read by :func:`network_from_module`, which accepts ``SAGEConv`` (sum / add
-aggregation, root weight, no normalisation or projection), ``torch.nn.ReLU`` / ``Dropout`` / ``Identity``
-modules and ``Linear`` layers, and then *checks* its reading by running the model on random graphs: a
-model whose forward does something else raises :class:`~icml24.errors.InputError` instead of being
-verified wrongly.
+aggregation, root weight, no normalisation or projection), ``GINConv`` (sum aggregation; its ``nn`` a PyG
+``MLP`` without normalisation, an ``nn.Sequential`` of Linear / ReLU, or a Linear), PyG's model classes
+``GraphSAGE(aggr="sum")`` and ``GIN`` (``norm=None``, ``jk=None``, ReLU), ``torch.nn.ReLU`` / ``Dropout`` /
+``Identity`` modules (in registration order) and ``Linear`` layers, and then *checks* its reading by running the
+model on random graphs: a model whose forward does something else raises :class:`~icml24.errors.InputError`
+instead of being verified wrongly.
+
+A GIN layer ``MLP((1 + eps) h_v + sum_u h_u)`` is the natural next architecture of the paper's MIP: its first
+linear map ``W`` is a SAGE layer with root weights ``(1 + eps) W`` and neighbour weights ``W``, and its later
+linear maps are SAGE layers with zero neighbour weights (each acts on one node). Mean or max aggregation,
+attention and degree-normalised convolutions are refused, naming the layer and why their MIP is not linear
+under edge flips.
 """
 
 from __future__ import annotations
@@ -29,7 +37,8 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import InputError
-from ..validation import check_int, check_probability, check_seed
+from ..validation import check_bool, check_choice, check_int, check_probability, check_seed
+from ._checks import as_array, check_network, kept_modes
 
 GRAPH, NODE = "graph", "node"
 
@@ -42,23 +51,34 @@ def _sum_sage_stack(
     hidden_channels: int,
     num_layers: int,
     relu: Sequence[bool] | None,
-    dims: list[int],
+    node_outputs: bool,
 ) -> tuple[tuple[bool, ...], nn.ModuleList]:
-    """Validated ReLU flags (default: after all but the last layer) and ``SAGEConv(aggr="sum")`` layers of widths
-    ``dims``."""
+    """Validated ReLU flags (default: after all but the last layer) and ``SAGEConv(aggr="sum")`` layers (the last
+    one outputs ``num_classes`` when ``node_outputs``)."""
     from torch_geometric.nn import SAGEConv
 
-    for value, name in (
-        (in_channels, "in_channels"),
-        (num_classes, "num_classes"),
-        (hidden_channels, "hidden_channels"),
-        (num_layers, "num_layers"),
+    for value, name, low in (
+        (in_channels, "in_channels", 1),
+        (num_classes, "num_classes", 2),
+        (hidden_channels, "hidden_channels", 1),
+        (num_layers, "num_layers", 1),
     ):
-        check_int(value, f"{who}: {name}", min_val=1)
-    flags = tuple(bool(r) for r in (relu if relu is not None else [True] * (num_layers - 1) + [False]))
-    if len(flags) != num_layers:
-        raise InputError(f"relu must have {num_layers} entries, got {len(flags)}")
+        check_int(value, f"{who}: {name}", min_val=low)
+    flags = _relu_flags(relu, num_layers) if relu is not None else (True,) * (num_layers - 1) + (False,)
+    dims = [in_channels] + [hidden_channels] * num_layers
+    if node_outputs:
+        dims[-1] = num_classes
     return flags, nn.ModuleList(SAGEConv(a, b, aggr="sum") for a, b in zip(dims[:-1], dims[1:]))
+
+
+def _relu_flags(relu, count: int) -> tuple[bool, ...]:
+    """``relu`` as a tuple of ``count`` booleans."""
+    if isinstance(relu, (str, bytes)) or not hasattr(relu, "__len__"):
+        raise InputError(f"relu must be a sequence of {count} booleans, got {type(relu).__name__}")
+    flags = tuple(check_bool(bool(r) if isinstance(r, np.bool_) else r, "relu entries") for r in relu)
+    if len(flags) != count:
+        raise InputError(f"relu must have {count} entries (one per layer), got {len(flags)}")
+    return flags
 
 
 class SAGEGraphClassifier(nn.Module):
@@ -96,7 +116,7 @@ class SAGEGraphClassifier(nn.Module):
             hidden_channels,
             num_layers,
             relu,
-            [in_channels] + [hidden_channels] * num_layers,
+            False,
         )
         self.dropout = check_probability(dropout, "dropout")
         self.lin = nn.Linear(hidden_channels, num_classes)
@@ -141,9 +161,8 @@ class SAGENodeClassifier(nn.Module):
         dropout: float = 0.5,
     ) -> None:
         super().__init__()
-        dims = [in_channels] + [hidden_channels] * (num_layers - 1) + [num_classes]
         self.relu, self.convs = _sum_sage_stack(
-            "SAGENodeClassifier", in_channels, num_classes, hidden_channels, num_layers, relu, dims
+            "SAGENodeClassifier", in_channels, num_classes, hidden_channels, num_layers, relu, True
         )
         self.dropout = check_probability(dropout, "dropout")
 
@@ -176,6 +195,17 @@ class SageLayer:
     bias: np.ndarray  # [out]
     relu: bool
 
+    def __post_init__(self) -> None:
+        w_root = as_array(self.w_root, "w_root", ndim=2)
+        w_nbr = as_array(self.w_nbr, "w_nbr", shape=w_root.shape)
+        bias = as_array(self.bias, "bias", shape=(w_root.shape[0],))
+        object.__setattr__(self, "w_root", w_root.astype(np.float64))
+        object.__setattr__(self, "w_nbr", w_nbr.astype(np.float64))
+        object.__setattr__(self, "bias", bias.astype(np.float64))
+        object.__setattr__(
+            self, "relu", check_bool(bool(self.relu) if isinstance(self.relu, np.bool_) else self.relu, "relu")
+        )
+
     @property
     def in_features(self) -> int:
         return int(self.w_root.shape[1])
@@ -201,6 +231,15 @@ class DenseLayer:
     bias: np.ndarray  # [out]
     relu: bool
 
+    def __post_init__(self) -> None:
+        weight = as_array(self.weight, "weight", ndim=2)
+        bias = as_array(self.bias, "bias", shape=(weight.shape[0],))
+        object.__setattr__(self, "weight", weight.astype(np.float64))
+        object.__setattr__(self, "bias", bias.astype(np.float64))
+        object.__setattr__(
+            self, "relu", check_bool(bool(self.relu) if isinstance(self.relu, np.bool_) else self.relu, "relu")
+        )
+
 
 @dataclass(frozen=True)
 class SageNetwork:
@@ -219,6 +258,25 @@ class SageNetwork:
     sage: tuple[SageLayer, ...]
     dense: tuple[DenseLayer, ...]
     task: str
+
+    def __post_init__(self) -> None:
+        task = check_choice(self.task, "task", (GRAPH, NODE))
+        for name, layers, kind in (("sage", self.sage, SageLayer), ("dense", self.dense, DenseLayer)):
+            if isinstance(layers, (str, bytes)) or not isinstance(layers, (tuple, list)):
+                raise InputError(f"{name} must be a tuple of {kind.__name__}, got {type(layers).__name__}")
+            bad = [type(x).__name__ for x in layers if not isinstance(x, kind)]
+            if bad:
+                raise InputError(f"{name} must hold {kind.__name__} objects, got {bad[0]}")
+        if not self.sage:
+            raise InputError("sage is empty", "a network needs at least one SAGE layer")
+        if task == GRAPH and not self.dense:
+            raise InputError("dense is empty, but graph classification needs a dense head after the pooling")
+        if task == NODE and self.dense:
+            raise InputError("dense must be empty for node classification (the last SAGE layer gives the logits)")
+        object.__setattr__(self, "task", task)
+        object.__setattr__(self, "sage", tuple(self.sage))
+        object.__setattr__(self, "dense", tuple(self.dense))
+        check_shapes(self)
 
     @property
     def in_features(self) -> int:
@@ -275,11 +333,14 @@ def _np(t: Tensor | None, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _sage_from_conv(conv, name: str, relu: bool) -> SageLayer:
+    if isinstance(conv, tuple):  # weights already read (a GIN layer's linear maps)
+        w_root, w_nbr, bias = conv
+        return SageLayer(w_root=w_root, w_nbr=w_nbr, bias=bias, relu=relu)
     aggr = getattr(conv, "aggr", None)
     if not (isinstance(aggr, str) and aggr in ("sum", "add")):
         raise InputError(
-            f"model: layer {name} is SAGEConv with aggr={aggr!r}",
-            "gnn_certify verifies sum aggregation only: SAGEConv(..., aggr='sum')",
+            f"model: layer {name} is SAGEConv with aggr={aggr!r}: {_why_not(aggr)}",
+            "gnn_certify verifies sum aggregation only: SAGEConv(..., aggr='sum'), GraphSAGE(..., aggr='sum')",
         )
     if getattr(conv, "normalize", False) or getattr(conv, "project", False) or not getattr(conv, "root_weight", True):
         raise InputError(
@@ -293,42 +354,147 @@ def _sage_from_conv(conv, name: str, relu: bool) -> SageLayer:
     return SageLayer(w_root=_np(conv.lin_r.weight, ()), w_nbr=_np(conv.lin_l.weight, ()), bias=bias, relu=relu)
 
 
-def _walk(module: nn.Module, prefix: str, out: list) -> None:
-    """Leaves in registration order; SAGEConv is a leaf; unknown layers are refused by name."""
-    from torch_geometric.nn import MessagePassing, SAGEConv
+def _why_not(aggr) -> str:
+    """Why an aggregation's MIP is not linear under edge flips."""
+    if aggr == "mean":
+        return "mean divides by the degree, which edge flips change, so the MIP is not linear in the adjacency"
+    if aggr == "max" or aggr == "min":
+        return f"{aggr} over a changing neighbour set needs a disjunction per neighbour, not the paper's linear MIP"
+    return "only a sum of neighbour messages stays linear in the adjacency variables"
 
-    def refuse(child: nn.Module, full: str):
-        raise InputError(
-            f"model: unsupported layer {type(child).__name__} ({full})",
-            "gnn_certify verifies SAGEConv(aggr='sum') + ReLU + global add-pool + Linear",
-        )
 
-    for name, child in module.named_children():
-        full = f"{prefix}.{name}" if prefix else name
-        kind = type(child).__name__
-        if isinstance(child, SAGEConv):
-            out.append(("sage", full, child))
-        elif isinstance(child, MessagePassing):
-            refuse(child, full)
-        elif isinstance(child, nn.Linear) or kind == "Linear":
-            out.append(("linear", full, child))
-        elif isinstance(child, nn.ReLU):
-            out.append(("relu", full, child))
-        elif isinstance(child, (nn.Dropout, nn.Identity)) or kind == "SumAggregation":
-            continue
-        elif isinstance(child, (nn.ModuleList, nn.Sequential, nn.ModuleDict)):
-            _walk(child, full, out)
-        elif any(True for _ in child.parameters(recurse=False)) or not any(True for _ in child.children()):
-            refuse(child, full)
+def _refuse(child: nn.Module, full: str, why: str = ""):
+    kind = type(child).__name__
+    if not why:
+        if "att" in kind.lower() or kind.startswith(("GAT", "Transformer")):
+            why = "its attention weights are a softmax over the neighbours, not linear in the adjacency"
+        elif kind in ("GCNConv", "ChebConv", "SGConv", "TAGConv", "ARMAConv", "APPNP"):
+            why = "its degree normalisation changes with every edge flip, so the MIP is not linear in the adjacency"
         else:
-            _walk(child, full, out)
+            why = "not among the layers whose MIP the paper gives"
+    raise InputError(
+        f"model: unsupported layer {kind} ({full}): {why}",
+        "gnn_certify verifies SAGEConv/GINConv with sum aggregation, ReLU, global add-pool and Linear layers",
+    )
+
+
+def _mlp_items(mlp: nn.Module, full: str) -> list:
+    """The (linear | relu) items of a PyG ``MLP`` or an ``nn.Sequential`` of Linear / ReLU / Dropout."""
+    from torch_geometric.nn import MLP
+
+    items: list = []
+    if isinstance(mlp, MLP):
+        if any(not isinstance(n, nn.Identity) for n in mlp.norms):
+            _refuse(mlp, full, "its MLP has normalisation layers (build it with norm=None)")
+        if mlp.act is not None and not isinstance(mlp.act, nn.ReLU):
+            _refuse(mlp, full, f"its MLP uses {type(mlp.act).__name__}; only ReLU has the paper's MIP")
+        last = len(mlp.lins) - 1
+        for i, lin in enumerate(mlp.lins):
+            items.append(("linear", f"{full}.lins.{i}", lin))
+            if mlp.act is not None and (i < last or not mlp.plain_last):
+                items.append(("relu", f"{full}.act", mlp.act))
+        return items
+    if isinstance(mlp, nn.Sequential):
+        for name, child in mlp.named_children():
+            if isinstance(child, nn.Linear) or type(child).__name__ == "Linear":
+                items.append(("linear", f"{full}.{name}", child))
+            elif isinstance(child, nn.ReLU):
+                items.append(("relu", f"{full}.{name}", child))
+            elif not isinstance(child, (nn.Dropout, nn.Identity)):
+                _refuse(child, f"{full}.{name}")
+        return items
+    if isinstance(mlp, nn.Linear) or type(mlp).__name__ == "Linear":
+        return [("linear", full, mlp)]
+    _refuse(mlp, full, "a GIN layer's nn must be a PyG MLP, an nn.Sequential of Linear/ReLU, or a Linear")
+
+
+def _gin_items(conv, full: str) -> list:
+    """A GINConv ``nn((1 + eps) h_v + sum_u h_u)`` as SAGE layers: the first linear map ``W`` gives root weights
+    ``(1 + eps) W`` and neighbour weights ``W``; the later ones act on each node alone (neighbour weights 0)."""
+    aggr = getattr(conv, "aggr", None)
+    if not (isinstance(aggr, str) and aggr in ("sum", "add")):
+        _refuse(conv, full, _why_not(aggr))
+    eps = float(conv.eps.detach().reshape(-1)[0]) if isinstance(conv.eps, Tensor) else float(conv.eps)
+    inner = _mlp_items(conv.nn, f"{full}.nn")
+    out, first = [], True
+    for kind, name, m in inner:
+        if kind == "relu":
+            out.append((kind, name, m))
+            continue
+        w = _np(m.weight, ())
+        b = _np(m.bias, (w.shape[0],))
+        weights = ((1.0 + eps) * w, w, b) if first else (w, np.zeros_like(w), b)
+        out.append(("sage", name, weights))
+        first = False
+    if first:
+        _refuse(conv, full, "its nn has no Linear layer")
+    return out
+
+
+def _basic_gnn_items(model: nn.Module, full: str) -> list:
+    """PyG's ``GraphSAGE`` / ``GIN`` model classes: each conv, then (all but the last) norm and activation."""
+    if getattr(model, "jk_mode", None) is not None or hasattr(model, "lin"):
+        _refuse(model, full, "jumping knowledge (jk=...) combines every layer; build it with jk=None")
+    if any(not isinstance(n, nn.Identity) for n in model.norms):
+        _refuse(model, full, "it has normalisation layers; build it with norm=None")
+    act = model.act
+    if act is not None and not isinstance(act, nn.ReLU):
+        _refuse(model, full, f"it uses {type(act).__name__}; only ReLU has the paper's MIP")
+    items: list = []
+    last = len(model.convs) - 1
+    for i, conv in enumerate(model.convs):
+        _walk_one(conv, f"{full}.convs.{i}" if full else f"convs.{i}", items)
+        if i < last and act is not None:
+            items.append(("relu", f"{full}.act" if full else "act", act))
+    return items
+
+
+def _walk_one(child: nn.Module, full: str, out: list) -> None:
+    from torch_geometric.nn import MLP, GINConv, MessagePassing, SAGEConv
+    from torch_geometric.nn.models.basic_gnn import BasicGNN
+
+    kind = type(child).__name__
+    if isinstance(child, SAGEConv):
+        out.append(("sage", full, child))
+    elif isinstance(child, GINConv):
+        out.extend(_gin_items(child, full))
+    elif isinstance(child, BasicGNN):
+        out.extend(_basic_gnn_items(child, full))
+    elif isinstance(child, MessagePassing):
+        _refuse(child, full)
+    elif isinstance(child, MLP):
+        out.extend(_mlp_items(child, full))
+    elif isinstance(child, nn.Linear) or kind == "Linear":
+        out.append(("linear", full, child))
+    elif isinstance(child, nn.ReLU):
+        out.append(("relu", full, child))
+    elif isinstance(child, (nn.Dropout, nn.Identity)) or kind == "SumAggregation":
+        return
+    elif isinstance(child, (nn.ModuleList, nn.Sequential, nn.ModuleDict)):
+        _walk(child, full, out)
+    elif any(True for _ in child.parameters(recurse=False)) or not any(True for _ in child.children()):
+        _refuse(child, full)
+    else:
+        _walk(child, full, out)
+
+
+def _walk(module: nn.Module, prefix: str, out: list) -> None:
+    """Leaves in registration order; SAGEConv, GINConv, MLP and PyG's model classes are read whole; unknown layers
+    are refused by name."""
+    from torch_geometric.nn.models.basic_gnn import BasicGNN
+
+    if isinstance(module, BasicGNN) and not prefix:
+        out.extend(_basic_gnn_items(module, ""))
+        return
+    for name, child in module.named_children():
+        _walk_one(child, f"{prefix}.{name}" if prefix else name, out)
 
 
 def _run_module(model: nn.Module, x: Tensor, edge_index: Tensor, task: str) -> Tensor:
-    model.eval()
-    with torch.no_grad():
+    with kept_modes(model), torch.no_grad():
+        model.eval()
         if task == GRAPH:
-            batch = torch.zeros(x.shape[0], dtype=torch.long)
+            batch = torch.zeros(x.shape[0], dtype=torch.long, device=x.device)
             try:
                 out = model(x, edge_index, batch)
             except TypeError:
@@ -338,13 +504,15 @@ def _run_module(model: nn.Module, x: Tensor, edge_index: Tensor, task: str) -> T
 
 
 def run_model(model: nn.Module, x: np.ndarray | Tensor, edge_index: np.ndarray | Tensor, task: str) -> np.ndarray:
-    """The user's PyG model itself on one graph (eval mode, no gradients).
+    """The user's PyG model itself on one graph (in eval mode, no gradients; the model's own mode is restored).
 
     Parameters
     ----------
     model : torch.nn.Module
     x : array or torch.Tensor [n, F]
+        Finite node features (converted to the model's dtype and device).
     edge_index : array or torch.Tensor [2, E]
+        Integer node indices in ``[0, n)``.
     task : {"graph", "node"}
 
     Returns
@@ -352,14 +520,27 @@ def run_model(model: nn.Module, x: np.ndarray | Tensor, edge_index: np.ndarray |
     float64 array
         Logits [C] (graph task) or [n, C] (node task).
     """
-    xt = torch.as_tensor(np.asarray(x, dtype=np.float32) if not isinstance(x, Tensor) else x, dtype=torch.float32)
-    ei = torch.as_tensor(
-        np.asarray(edge_index) if not isinstance(edge_index, Tensor) else edge_index, dtype=torch.long
-    ).reshape(2, -1)
+    if not isinstance(model, nn.Module):
+        raise InputError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    task = check_choice(task, "task", (GRAPH, NODE))
+    xa = as_array(x, "x", ndim=2)
+    ea = as_array(edge_index, "edge_index", shape=(2, None), dtype="integer", allow_empty=True)
+    if ea.size and (ea.min() < 0 or ea.max() >= xa.shape[0]):
+        raise InputError(f"edge_index refers to nodes outside [0, {xa.shape[0]})")
     param = next(model.parameters(), None)
-    if param is not None:
-        xt = xt.to(param.dtype)
-    return _run_module(model, xt, ei, task).detach().cpu().to(torch.float64).numpy()
+    dtype = param.dtype if param is not None and param.is_floating_point() else torch.float32
+    device = param.device if param is not None else torch.device("cpu")
+    xt = torch.as_tensor(xa, dtype=dtype, device=device)
+    ei = torch.as_tensor(ea, dtype=torch.long, device=device)
+    try:
+        out = _run_module(model, xt, ei, task)
+    except Exception as exc:  # the model's own forward failed on these inputs: one line naming them
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise InputError(
+            f"model failed on x {tuple(xa.shape)} and edge_index ({type(exc).__name__}: {first})",
+            "x must have the model's input width; the model must take (x, edge_index[, batch])",
+        ) from None
+    return out.detach().cpu().to(torch.float64).numpy()
 
 
 def network_from_module(
@@ -370,8 +551,9 @@ def network_from_module(
     Parameters
     ----------
     model : torch.nn.Module
-        ``SAGEConv(aggr="sum")`` layers, then (graph classification) ``Linear`` layers applied after a global
-        add-pool. :class:`SAGEGraphClassifier` / :class:`SAGENodeClassifier` are read directly.
+        ``SAGEConv(aggr="sum")`` / ``GINConv`` layers (or PyG's ``GraphSAGE(aggr="sum")`` / ``GIN`` model
+        classes), then (graph classification) ``Linear`` layers applied after a global add-pool.
+        :class:`SAGEGraphClassifier` / :class:`SAGENodeClassifier` are read directly.
     task : "graph" | "node", optional
         Default: "graph" when the model has ``Linear`` layers after its SAGE layers, else "node".
     relu : sequence of bool, optional
@@ -395,11 +577,20 @@ def network_from_module(
     if not isinstance(model, nn.Module):
         raise InputError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     seed = check_seed(seed)
+    check = check_bool(check, "check")
+    if task is not None:
+        task = check_choice(task, "task", (GRAPH, NODE))
+    if relu is not None:
+        relu = list(_relu_flags(relu, len(relu) if hasattr(relu, "__len__") else -1))
     if isinstance(model, (SAGEGraphClassifier, SAGENodeClassifier)):
         t = GRAPH if isinstance(model, SAGEGraphClassifier) else NODE
         if task is not None and task != t:
             raise InputError(f"task={task!r} does not match {type(model).__name__}")
         flags = list(relu) if relu is not None else list(model.relu) + ([False] if t == GRAPH else [])
+        if len(flags) != len(model.convs) + (t == GRAPH):
+            raise InputError(
+                f"relu must have {len(model.convs) + (t == GRAPH)} entries (one per layer), got {len(flags)}"
+            )
         sage = tuple(_sage_from_conv(c, f"convs.{i}", flags[i]) for i, c in enumerate(model.convs))
         dense = ()
         if t == GRAPH:
@@ -419,7 +610,9 @@ def network_from_module(
     kinds = [k for k, _, _ in items]
     n_sage = kinds.count("sage")
     if n_sage == 0:
-        raise InputError("model has no SAGEConv layer", "gnn_certify verifies SAGEConv(aggr='sum') networks")
+        raise InputError(
+            "model has no SAGEConv or GINConv layer", "gnn_certify verifies sum-aggregation SAGE and GIN networks"
+        )
     last_sage = max(i for i, k in enumerate(kinds) if k == "sage")
     if any(k == "linear" for k in kinds[:last_sage]):
         raise InputError(
@@ -428,8 +621,6 @@ def network_from_module(
         )
     linears = [m for k, _, m in items if k == "linear"]
     t = task or (GRAPH if linears else NODE)
-    if t not in (GRAPH, NODE):
-        raise InputError(f"task must be 'graph' or 'node', got {task!r}")
     if t == NODE and linears:
         raise InputError(
             "model: node classification with Linear layers is not supported",
@@ -476,7 +667,7 @@ def check_shapes(net: SageNetwork) -> None:
     """
     for a, b in zip(net.sage[:-1], net.sage[1:]):
         if a.out_features != b.in_features:
-            raise InputError(f"model: SAGE widths do not chain ({a.out_features} -> {b.in_features})")
+            raise InputError(f"model: sage layer widths do not chain ({a.out_features} -> {b.in_features})")
     prev = net.sage[-1].out_features
     for d in net.dense:
         if d.weight.shape[1] != prev:
@@ -485,6 +676,11 @@ def check_shapes(net: SageNetwork) -> None:
     for layer in net.sage:
         if not (np.isfinite(layer.w_root).all() and np.isfinite(layer.w_nbr).all() and np.isfinite(layer.bias).all()):
             raise InputError("model: weights must be finite")
+    for d in net.dense:
+        if not (np.isfinite(d.weight).all() and np.isfinite(d.bias).all()):
+            raise InputError("model: weights must be finite")
+    if net.num_classes < 2:
+        raise InputError(f"model: the network has {net.num_classes} output, a classifier needs at least 2")
 
 
 def _check_reading(model: nn.Module, net: SageNetwork, seed: int) -> None:
@@ -528,6 +724,7 @@ def network_to_json(net: SageNetwork) -> list:
     list
         ``[{"L": k}, {"layer": "sage", ...}, ..., {"layer": "add_pool"}, {"layer": "dense", ...}]``.
     """
+    net = check_network(net)
     layers: list = []
     for s in net.sage:
         layers.append(
@@ -569,6 +766,7 @@ def module_from_network(net: SageNetwork) -> nn.Module:
     torch.nn.Module
         A :class:`SAGEGraphClassifier` when the network has its shape, else a generic sum-SAGE module.
     """
+    net = check_network(net)
     hidden = net.sage[0].out_features
     classifier = (
         net.task == GRAPH

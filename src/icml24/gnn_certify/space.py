@@ -26,7 +26,8 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from ..errors import InputError
-from ..validation import check_float, check_int
+from ..validation import check_bool, check_float, check_int
+from ._checks import as_array
 
 
 @dataclass(frozen=True)
@@ -62,36 +63,51 @@ class AttackSpace:
     msg_slot: np.ndarray = field(init=False, repr=False)  # [M]
 
     def __post_init__(self) -> None:
-        adj = np.asarray(self.adj, dtype=bool)
+        adj = as_array(self.adj, "adj", ndim=2, dtype=None, allow_empty=False)
+        if adj.dtype.kind not in "biuf" or not np.isin(adj, (0, 1)).all():
+            raise InputError("adj must hold booleans (or 0/1)")
+        adj = adj.astype(bool)
         n = adj.shape[0]
         if adj.shape != (n, n):
-            raise InputError(f"adjacency must be square, got shape {adj.shape}")
-        if self.directed:
+            raise InputError(f"adj must be square, got shape {adj.shape}")
+        directed = check_bool(bool(self.directed) if isinstance(self.directed, np.bool_) else self.directed, "directed")
+        object.__setattr__(self, "directed", directed)
+        global_budget = check_int(self.global_budget, "global_budget", min_val=0)
+        if self.target_node is not None:
+            object.__setattr__(
+                self, "target_node", check_int(self.target_node, "target_node", min_val=0, max_val=n - 1)
+            )
+        if self.target_node is not None and not directed:
+            raise InputError("target_node is for node classification (directed=True)")
+        q = as_array(self.local_budget, "local_budget", ndim=(0, 1), dtype="integer")
+        if q.ndim == 1 and q.shape != (n,):
+            raise InputError(f"local_budget must have one entry per node ({n}), got {q.shape[0]}")
+        if (q < 0).any():
+            raise InputError("local_budget must be >= 0")
+        q = np.broadcast_to(q, (n,)).astype(np.int64)
+        x_lb = as_array(self.x_lb, "x_lb", ndim=2)
+        x_ub = as_array(self.x_ub, "x_ub", ndim=2)
+        if x_lb.shape[0] != n:
+            raise InputError(f"x_lb must be [n={n}, F], got {x_lb.shape}")
+        if x_ub.shape != x_lb.shape:
+            raise InputError(f"x_ub must have the shape of x_lb {x_lb.shape}, got {x_ub.shape}")
+        if (x_lb > x_ub).any():
+            raise InputError("x_lb <= x_ub must hold elementwise")
+        if not directed and ((adj != adj.T).any() or adj.diagonal().any()):
+            raise InputError("adj of an undirected graph must be symmetric without self-loops")
+        if directed:
             slots = np.argwhere(adj)
             src, dst, sid = slots[:, 0], slots[:, 1], np.arange(len(slots))
         else:
-            if (adj != adj.T).any() or adj.diagonal().any():
-                raise InputError("an undirected graph needs a symmetric adjacency without self-loops")
             iu = np.triu_indices(n, 1)
             slots = np.stack(iu, axis=1)
             sid = np.arange(len(slots))
             src = np.concatenate([slots[:, 0], slots[:, 1]])
             dst = np.concatenate([slots[:, 1], slots[:, 0]])
             sid = np.concatenate([sid, sid])
-        q = np.asarray(self.local_budget, dtype=np.int64).reshape(-1)
-        if q.shape != (n,):
-            raise InputError(f"local_budget must have one entry per node ({n}), got {q.shape[0]}")
-        if (q < 0).any() or int(self.global_budget) < 0:
-            raise InputError("budgets must be >= 0")
-        x_lb = np.asarray(self.x_lb, dtype=np.float64)
-        x_ub = np.asarray(self.x_ub, dtype=np.float64)
-        if x_lb.shape != x_ub.shape or x_lb.ndim != 2 or x_lb.shape[0] != n:
-            raise InputError(f"feature bounds must both be [n={n}, F], got {x_lb.shape} and {x_ub.shape}")
-        if not (np.isfinite(x_lb).all() and np.isfinite(x_ub).all()) or (x_lb > x_ub).any():
-            raise InputError("feature bounds must be finite with x_lb <= x_ub")
         object.__setattr__(self, "adj", adj)
         object.__setattr__(self, "local_budget", q)
-        object.__setattr__(self, "global_budget", int(self.global_budget))
+        object.__setattr__(self, "global_budget", global_budget)
         object.__setattr__(self, "x_lb", x_lb)
         object.__setattr__(self, "x_ub", x_ub)
         object.__setattr__(self, "slots", slots.astype(np.int64).reshape(-1, 2))
@@ -246,7 +262,7 @@ def official_graph_budgets(
     degrees : sequence of int
         Node degrees.
     budget_fraction : float
-        ``pct`` >= 0.
+        ``pct`` in [0, 1].
     strength : int
         Local attack strength ``s`` >= 0.
 
@@ -257,9 +273,14 @@ def official_graph_budgets(
     local_budget : int array [n]
         ``Q_v = max(0, deg(v) - maxdeg + s)``.
     """
-    budget_fraction = check_float(budget_fraction, "budget", min_val=0.0)
+    edge_entries = check_int(edge_entries, "edge_entries", min_val=0)
+    budget_fraction = check_float(budget_fraction, "budget_fraction", min_val=0.0, max_val=1.0)
     strength = check_int(strength, "strength", min_val=0)
-    deg = np.asarray(degrees, dtype=np.int64)
+    deg = as_array(degrees, "degrees", ndim=1, dtype="integer", allow_empty=True).astype(np.int64)
+    if (deg < 0).any():
+        raise InputError("degrees must be >= 0")
+    if deg.sum() > edge_entries:
+        raise InputError(f"degrees sum to {int(deg.sum())}, more than edge_entries={edge_entries}")
     global_budget = math.ceil(edge_entries * budget_fraction)
     max_deg = int(deg.max()) if deg.size else 0
     local = np.maximum(0, deg - max_deg + int(strength))
