@@ -1,0 +1,53 @@
+"""RED XAI (Biecek & Samek, ICML 2024, arXiv 2402.13914): explanations that *question* a model, not justify it.
+
+One loop on a torch classifier: explain (:func:`attribute`, Captum), cluster the heatmaps (:func:`spray`), name the
+concept (:func:`concept_vector`, :func:`tcav`, scikit-learn probes), correct (:func:`p_clarc`, :func:`rrr`,
+:func:`a_clarc`) and re-measure (:func:`shortcut_reliance`, :func:`relevance_mass`). ``baselines`` holds
+accuracy-only validation, random-mask and whole-image RRR, and the clean-retrained oracle.
+"""
+
+from .baselines import accuracy_only, clean_oracle, random_mask, random_mask_rrr, whole_image_rrr
+from .questioning import (
+    METHODS,
+    ConceptVector,
+    SmallNet,
+    SprayResult,
+    a_clarc,
+    accuracy,
+    attribute,
+    concept_vector,
+    fit,
+    p_clarc,
+    predict,
+    relevance_mass,
+    rrr,
+    shortcut_reliance,
+    spray,
+    tcav,
+    tcav_score,
+)
+
+__all__ = [
+    "METHODS",
+    "SmallNet",
+    "attribute",
+    "SprayResult",
+    "spray",
+    "ConceptVector",
+    "concept_vector",
+    "tcav",
+    "tcav_score",
+    "p_clarc",
+    "fit",
+    "rrr",
+    "a_clarc",
+    "predict",
+    "accuracy",
+    "shortcut_reliance",
+    "relevance_mass",
+    "accuracy_only",
+    "random_mask",
+    "random_mask_rrr",
+    "whole_image_rrr",
+    "clean_oracle",
+]

@@ -1,0 +1,150 @@
+"""Bad input: every public callable refuses it with a one-line InputError naming the argument, and leaves the
+objects passed in as they were."""
+
+import pytest
+import torch
+
+import icml24.red_xai as rx
+from icml24.testing import assert_refuses, bad, coverage_gaps
+
+GEN = torch.Generator().manual_seed(0)
+X = torch.rand(8, 1, 4, 4, generator=GEN)
+Y = torch.arange(8) % 3
+XNAN = X.clone()
+XNAN[0, 0, 0, 0] = float("nan")
+MASK = torch.zeros(1, 4, 4, dtype=torch.bool)
+MASK[:, 0, 0] = True
+NET = rx.SmallNet(16, 3, 8, seed=0).eval()
+TRAINING = rx.SmallNet(16, 3, 8, seed=1)  # left in training mode
+CAV = rx.ConceptVector("net.1", torch.ones(8) / 8**0.5, 1.0)
+H = torch.rand(10, 1, 4, 4, generator=GEN)
+
+CASES = [
+    bad("SmallNet", "in_features", lambda: rx.SmallNet(0, 3), kind="range"),
+    bad("SmallNet", "classes", lambda: rx.SmallNet(16, 1), kind="one-class"),
+    bad("SmallNet", "hidden", lambda: rx.SmallNet(16, 3, hidden=2.5), kind="type"),
+    bad("SmallNet", "seed", lambda: rx.SmallNet(16, 3, seed=-1), kind="range"),
+    bad("SmallNet", "in_features", lambda: rx.SmallNet(None, 3), kind="none"),
+    bad("attribute", "model", lambda: rx.attribute(TRAINING, X, 0), TRAINING, X, kind="training-mode"),
+    bad("attribute", "x", lambda: rx.attribute(NET, XNAN, 0), NET, kind="nan"),
+    bad("attribute", "x", lambda: rx.attribute(NET, X[0], 0), NET, kind="shape"),
+    bad("attribute", "method", lambda: rx.attribute(NET, X, 0, "shap"), NET, X, kind="name"),
+    bad("attribute", "target", lambda: rx.attribute(NET, X, 3), NET, X, kind="range"),
+    bad("attribute", "x", lambda: rx.attribute(NET, X[:0], 0), NET, kind="empty"),
+    bad("attribute", "model", lambda: rx.attribute(None, X, 0), X, kind="none"),
+    bad("attribute", "x", lambda: rx.attribute(NET, X.numpy(), 0), NET, kind="type"),
+    bad("spray", "heatmaps", lambda: rx.spray(H[:3]), H, kind="too-few"),
+    bad("spray", "heatmaps", lambda: rx.spray(H.flatten(1)), H, kind="shape"),
+    bad("spray", "heatmaps", lambda: rx.spray(torch.full((6, 4, 4), float("inf"))), kind="inf"),
+    bad("spray", "max_clusters", lambda: rx.spray(H, max_clusters=1), H, kind="range"),
+    bad("spray", "neighbors", lambda: rx.spray(H, neighbors=0), H, kind="range"),
+    bad("spray", "heatmaps", lambda: rx.spray(None), kind="none"),
+    bad("concept_vector", "layer", lambda: rx.concept_vector(NET, "net.9", X, X), NET, X, kind="layer-name"),
+    bad("concept_vector", "model", lambda: rx.concept_vector(TRAINING, "net.1", X, X), TRAINING, kind="training"),
+    bad("concept_vector", "concept_x", lambda: rx.concept_vector(NET, "net.1", X[:1], X), NET, kind="one-image"),
+    bad("concept_vector", "random_x", lambda: rx.concept_vector(NET, "net.1", X, XNAN), NET, kind="nan"),
+    bad("concept_vector", "random_x", lambda: rx.concept_vector(NET, "net.1", X, torch.rand(4, 1, 5, 5)), kind="shape"),
+    bad("concept_vector", "layer", lambda: rx.concept_vector(NET, 1, X, X), NET, kind="type"),
+    bad("tcav", "layer", lambda: rx.tcav(NET, "fc", X, 0, X, X), NET, X, kind="layer-name"),
+    bad("tcav", "target", lambda: rx.tcav(NET, "net.1", X, 5, X, X), NET, kind="range"),
+    bad("tcav", "random_x", lambda: rx.tcav(NET, "net.1", X, 0, X, X[:3]), NET, kind="too-few"),
+    bad("tcav", "runs", lambda: rx.tcav(NET, "net.1", X, 0, X, X, runs=1), NET, kind="range"),
+    bad("tcav", "x", lambda: rx.tcav(NET, "net.1", XNAN, 0, X, X), NET, kind="nan"),
+    bad("tcav", "model", lambda: rx.tcav(TRAINING, "net.1", X, 0, X, X), TRAINING, kind="training"),
+    bad("tcav_score", "cav", lambda: rx.tcav_score(NET, X, 0, torch.ones(8)), NET, kind="type"),
+    bad("tcav_score", "target", lambda: rx.tcav_score(NET, X, -1, CAV), NET, kind="range"),
+    bad("tcav_score", "x", lambda: rx.tcav_score(NET, X[:, 0], 0, CAV), NET, kind="shape"),
+    bad("tcav_score", "model", lambda: rx.tcav_score(TRAINING, X, 0, CAV), TRAINING, kind="training"),
+    bad(
+        "tcav_score", "layer", lambda: rx.tcav_score(NET, X, 0, rx.ConceptVector("nope", CAV.vector, 1.0)), kind="name"
+    ),
+    bad(
+        "tcav_score",
+        "cav",
+        lambda: rx.tcav_score(NET, X, 0, rx.ConceptVector("net.3", torch.ones(3), 1.0)),
+        kind="size",
+    ),
+    bad("p_clarc", "cav", lambda: rx.p_clarc(NET, "net.1", X), NET, kind="type"),
+    bad("p_clarc", "reference_x", lambda: rx.p_clarc(NET, CAV, XNAN), NET, kind="nan"),
+    bad("p_clarc", "model", lambda: rx.p_clarc(TRAINING, CAV, X), TRAINING, kind="training"),
+    bad("p_clarc", "layer", lambda: rx.p_clarc(NET, rx.ConceptVector("x", CAV.vector, 1.0), X), NET, kind="name"),
+    bad("p_clarc", "reference_x", lambda: rx.p_clarc(NET, CAV, X[:0]), NET, kind="empty"),
+    bad("p_clarc", "cav", lambda: rx.p_clarc(NET, rx.ConceptVector("net.3", torch.ones(3), 1.0), X), kind="size"),
+    bad("fit", "y", lambda: rx.fit(NET, X, Y[:5]), NET, X, kind="size"),
+    bad("fit", "y", lambda: rx.fit(NET, X, Y.float()), NET, X, kind="dtype"),
+    bad("fit", "lr", lambda: rx.fit(NET, X, Y, lr=0.0), NET, kind="range"),
+    bad("fit", "y", lambda: rx.fit(NET, X, Y + 3), NET, kind="label-range"),
+    bad("fit", "model", lambda: rx.fit("net", X, Y), X, kind="type"),
+    bad("fit", "x", lambda: rx.fit(NET, XNAN, Y), NET, kind="nan"),
+    bad("rrr", "mask", lambda: rx.rrr(NET, X, Y, torch.ones(1, 5, 5, dtype=torch.bool)), NET, kind="shape"),
+    bad("rrr", "mask", lambda: rx.rrr(NET, X, Y, MASK.float()), NET, kind="dtype"),
+    bad("rrr", "mask", lambda: rx.rrr(NET, X, Y, torch.zeros_like(MASK)), NET, kind="empty"),
+    bad("rrr", "lam", lambda: rx.rrr(NET, X, Y, MASK, lam=-1.0), NET, kind="range"),
+    bad("rrr", "lam", lambda: rx.rrr(NET, X, Y, MASK, lam=float("nan")), NET, kind="nan"),
+    bad("rrr", "mask", lambda: rx.rrr(NET, X, Y, None), NET, kind="none"),
+    bad("a_clarc", "target", lambda: rx.a_clarc(NET, X, Y, MASK, 7), NET, kind="range"),
+    bad("a_clarc", "mask", lambda: rx.a_clarc(NET, X, Y, MASK[0], 0), NET, kind="shape"),
+    bad("a_clarc", "value", lambda: rx.a_clarc(NET, X, Y, MASK, 0, value=float("inf")), NET, kind="inf"),
+    bad("a_clarc", "y", lambda: rx.a_clarc(NET, X, Y[:2], MASK, 0), NET, kind="size"),
+    bad("a_clarc", "x", lambda: rx.a_clarc(NET, None, Y, MASK, 0), NET, kind="none"),
+    bad("predict", "model", lambda: rx.predict(TRAINING, X), TRAINING, kind="training"),
+    bad("predict", "x", lambda: rx.predict(NET, XNAN), NET, kind="nan"),
+    bad("predict", "batch", lambda: rx.predict(NET, X, batch=0), NET, kind="range"),
+    bad("predict", "x", lambda: rx.predict(NET, X[:0]), NET, kind="empty"),
+    bad("predict", "x", lambda: rx.predict(NET, [1.0]), NET, kind="type"),
+    bad("accuracy", "y", lambda: rx.accuracy(NET, X, Y[:3]), NET, kind="size"),
+    bad("accuracy", "y", lambda: rx.accuracy(NET, X, Y.float()), NET, kind="dtype"),
+    bad("accuracy", "x", lambda: rx.accuracy(NET, XNAN, Y), NET, kind="nan"),
+    bad("accuracy", "model", lambda: rx.accuracy(TRAINING, X, Y), TRAINING, kind="training"),
+    bad("accuracy", "y", lambda: rx.accuracy(NET, X, Y - 1), NET, kind="negative"),
+    bad(
+        "shortcut_reliance",
+        "y",
+        lambda: rx.shortcut_reliance(NET, X, torch.zeros(8, dtype=torch.long), 0),
+        kind="one-class",
+    ),
+    bad("shortcut_reliance", "target", lambda: rx.shortcut_reliance(NET, X, Y, 9), NET, kind="range"),
+    bad("shortcut_reliance", "x_patched", lambda: rx.shortcut_reliance(NET, XNAN, Y, 0), NET, kind="nan"),
+    bad("shortcut_reliance", "model", lambda: rx.shortcut_reliance(TRAINING, X, Y, 0), TRAINING, kind="training"),
+    bad("shortcut_reliance", "target", lambda: rx.shortcut_reliance(NET, X, Y, "0"), NET, kind="type"),
+    bad("relevance_mass", "mask", lambda: rx.relevance_mass(H, torch.ones(1, 3, 3, dtype=torch.bool)), H, kind="shape"),
+    bad("relevance_mass", "heatmaps", lambda: rx.relevance_mass(XNAN, MASK), kind="nan"),
+    bad("relevance_mass", "mask", lambda: rx.relevance_mass(H, MASK.long()), H, kind="dtype"),
+    bad("relevance_mass", "heatmaps", lambda: rx.relevance_mass(H[:0], MASK), kind="empty"),
+    bad("relevance_mass", "mask", lambda: rx.relevance_mass(H, None), H, kind="none"),
+    bad("accuracy_only", "threshold", lambda: rx.accuracy_only(NET, X, Y, threshold=1.5), NET, kind="range"),
+    bad("accuracy_only", "model", lambda: rx.accuracy_only(TRAINING, X, Y), TRAINING, kind="training"),
+    bad("accuracy_only", "y", lambda: rx.accuracy_only(NET, X, Y[:2]), NET, kind="size"),
+    bad("accuracy_only", "x", lambda: rx.accuracy_only(NET, XNAN, Y), NET, kind="nan"),
+    bad("accuracy_only", "threshold", lambda: rx.accuracy_only(NET, X, Y, threshold=None), NET, kind="none"),
+    bad("random_mask", "mask", lambda: rx.random_mask(torch.ones(1, 2, 2, dtype=torch.bool)), kind="full"),
+    bad("random_mask", "mask", lambda: rx.random_mask(torch.zeros(1, 2, 2, dtype=torch.bool)), kind="empty"),
+    bad("random_mask", "mask", lambda: rx.random_mask(MASK[0]), kind="shape"),
+    bad("random_mask", "mask", lambda: rx.random_mask(MASK.float()), kind="dtype"),
+    bad("random_mask", "seed", lambda: rx.random_mask(MASK, seed=-3), kind="range"),
+    bad("random_mask_rrr", "mask", lambda: rx.random_mask_rrr(NET, X, Y, MASK[0]), NET, kind="shape"),
+    bad("random_mask_rrr", "lam", lambda: rx.random_mask_rrr(NET, X, Y, MASK, lam=-2.0), NET, kind="range"),
+    bad("random_mask_rrr", "x", lambda: rx.random_mask_rrr(NET, XNAN, Y, MASK), NET, kind="nan"),
+    bad("random_mask_rrr", "y", lambda: rx.random_mask_rrr(NET, X, Y[:1], MASK), NET, kind="size"),
+    bad("random_mask_rrr", "model", lambda: rx.random_mask_rrr(None, X, Y, MASK), kind="none"),
+    bad("whole_image_rrr", "x", lambda: rx.whole_image_rrr(NET, X[0], Y), NET, kind="shape"),
+    bad("whole_image_rrr", "x", lambda: rx.whole_image_rrr(NET, XNAN, Y), NET, kind="nan"),
+    bad("whole_image_rrr", "y", lambda: rx.whole_image_rrr(NET, X, Y[:3]), NET, kind="size"),
+    bad("whole_image_rrr", "lam", lambda: rx.whole_image_rrr(NET, X, Y, lam=-1.0), NET, kind="range"),
+    bad("whole_image_rrr", "model", lambda: rx.whole_image_rrr(3, X, Y), kind="type"),
+    bad("clean_oracle", "y", lambda: rx.clean_oracle(NET, X, Y[:2]), NET, kind="size"),
+    bad("clean_oracle", "epochs", lambda: rx.clean_oracle(NET, X, Y, epochs=-1), NET, kind="range"),
+    bad("clean_oracle", "x_clean", lambda: rx.clean_oracle(NET, XNAN, Y), NET, kind="nan"),
+    bad("clean_oracle", "seed", lambda: rx.clean_oracle(NET, X, Y, seed=1.5), NET, kind="type"),
+    bad("clean_oracle", "model", lambda: rx.clean_oracle(None, X, Y), kind="none"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_refuses(case):
+    assert_refuses(case)
+
+
+def test_every_public_callable_is_covered():
+    exempt = {"SprayResult": "a plain record of results", "ConceptVector": "a plain record (layer, vector, accuracy)"}
+    assert coverage_gaps(rx, CASES, exempt=exempt) == {}

@@ -1,0 +1,50 @@
+import subprocess
+import sys
+
+from icml24 import registry
+from icml24.red_xai import paper
+from icml24.testing import check_claim
+
+
+def test_describe_is_light():
+    code = (
+        "import sys; from icml24 import registry; m = registry.describe('red_xai'); "
+        "print(len(m.claims), 'numpy' in sys.modules, 'torch' in sys.modules, all(c.paper for c in m.claims))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["2", "False", "False", "True"]
+
+
+def test_method_is_registered():
+    m = registry.get("red_xai")
+    assert m is paper.METHOD and [c.name for c in m.claims] == ["questioning", "fix"]
+
+
+def test_questioning_claim():
+    m = check_claim(
+        paper.QUESTIONING,
+        [
+            {"digits_acc_test": 0.1},  # an untrained model
+            {"digits_acc_test": 0.8},  # accuracy would already reveal the problem
+            {"digits_reliance": 0.0},  # the clean oracle's reliance: no shortcut to find
+            {"digits_spray_ari": 0.0},  # SpRAy misses the patched images
+            {"digits_cav_acc": 0.5},
+            {"arms": 2.0},  # an arm went missing
+        ],
+    )
+    assert m["digits_reliance"] > m["digits_oracle_reliance"]
+
+
+def test_fix_claim():
+    m = check_claim(
+        paper.FIX,
+        [
+            {"digits_pclarc_reliance": 0.2},  # the projection left the shortcut
+            {"digits_rrr_reliance": 0.2},
+            {"digits_rrr_acc": 0.5},  # fixed by destroying the model
+            {"digits_pclarc_acc": 0.5},
+            {"digits_rrr_random_reliance": 0.0},  # any penalty would do: the mask does not matter
+            {"digits_model_reliance": 0.0},  # nothing to fix
+        ],
+    )
+    assert m["digits_rrr_reliance"] < m["digits_rrr_random_reliance"]

@@ -1,0 +1,107 @@
+import numpy as np
+import pytest
+import torch
+
+import icml24.red_xai as rx
+
+
+@pytest.fixture(scope="module")
+def net():
+    return rx.SmallNet(16, 3, 8, seed=0).eval()
+
+
+X = torch.rand(12, 1, 4, 4, generator=torch.Generator().manual_seed(0))
+
+
+def test_integrated_gradients_completeness(net):
+    r = rx.attribute(net, X, 1, "integrated_gradients", steps=256)
+    with torch.no_grad():
+        gap = net(X)[:, 1] - net(torch.zeros_like(X))[:, 1]
+    assert torch.allclose(r.flatten(1).sum(1), gap, atol=1e-3)
+
+
+def test_gradient_x_input_matches_autograd(net):
+    x = X.clone().requires_grad_(True)
+    net(x)[:, 2].sum().backward()
+    r = rx.attribute(net, X, 2, "input_x_gradient")
+    assert torch.allclose(r, (x.grad * X), atol=1e-6)
+    lrp = rx.attribute(net, X, 2, "lrp_epsilon")
+    assert lrp.shape == X.shape and torch.isfinite(lrp).all()
+    assert not hasattr(net.net[0], "rule")  # Captum's rules are removed again
+
+
+def test_p_clarc_removes_exactly_the_cav_component(net):
+    v = torch.randn(8, generator=torch.Generator().manual_seed(1))
+    cav = rx.ConceptVector("net.1", v / v.norm(), 1.0)
+    fixed = rx.p_clarc(net, cav, X[:6])
+    acts = {}
+    net.net[1].register_forward_hook(lambda m, i, o: acts.__setitem__("h", o.detach()))
+    with torch.no_grad():
+        net(X[:6])
+        z = acts["h"].mean(0)
+        net(X)
+    h = acts["h"].double()
+    vv, zz = cav.vector.double(), z.double()
+    expect = h - ((h - zz) @ vv)[:, None] * vv[None]
+    got = {}
+    fixed.net[1].register_forward_hook(lambda m, i, o: got.__setitem__("h", o.detach()))
+    with torch.no_grad():
+        fixed(X)
+    assert torch.allclose(got["h"].double(), expect, atol=1e-5)
+    assert torch.allclose((got["h"].double() - zz) @ vv, torch.zeros(12, dtype=torch.double), atol=1e-5)
+    net.net[1]._forward_hooks.clear()
+
+
+def test_spray_recovers_two_planted_groups():
+    from sklearn.metrics import adjusted_rand_score
+
+    gen = torch.Generator().manual_seed(0)
+    a = torch.zeros(30, 1, 6, 6)
+    a[:, :, 3:, 2:5] = 1.0
+    b = torch.zeros(20, 1, 6, 6)
+    b[:, :, :2, :2] = 1.0
+    h = torch.cat([a, b]) + 0.05 * torch.rand(50, 1, 6, 6, generator=gen)
+    r = rx.spray(h, seed=0)
+    truth = np.r_[np.zeros(30), np.ones(20)]
+    assert r.clusters == 2 and adjusted_rand_score(truth, r.labels) == 1.0
+    assert r.eigenvalues[0] < 1e-8 and r.means.shape == (2, 6, 6)
+
+
+def test_tcav_of_random_directions_is_near_half(net):
+    gen = torch.Generator().manual_seed(3)
+    scores = []
+    for _ in range(100):
+        v = torch.randn(8, generator=gen)
+        cav = rx.ConceptVector("net.1", v / v.norm(), 1.0)
+        s, s_neg = rx.tcav_score(net, X, 0, cav), rx.tcav_score(net, X, 0, rx.ConceptVector("net.1", -cav.vector, 1.0))
+        assert abs(s + s_neg - 1.0) < 1e-6
+        scores.append(s)
+    assert abs(np.mean(scores) - 0.5) < 0.1
+    pool = torch.rand(40, 1, 4, 4, generator=gen)
+    t = rx.tcav(net, "net.1", X, 0, pool[:20], pool[20:], runs=4, seed=0)
+    assert 0.0 <= t["score"] <= 1.0 and 0.0 <= t["p_value"] <= 1.0 and len(t["null_scores"]) == 4
+
+
+def test_rrr_zeroes_the_masked_gradient_and_models_stay_untouched(net):
+    y = torch.arange(12) % 3
+    mask = torch.zeros(1, 4, 4, dtype=torch.bool)
+    mask[:, 0, 0] = True
+    before = [p.clone() for p in net.parameters()]
+    fixed = rx.rrr(net, X, y, mask, lam=100.0, epochs=30)
+    plain = rx.rrr(net, X, y, mask, lam=0.0, epochs=30)
+    x = X.clone().requires_grad_(True)
+    torch.log_softmax(fixed(x), 1).sum().backward()
+    x0 = X.clone().requires_grad_(True)
+    torch.log_softmax(plain(x0), 1).sum().backward()
+    assert x.grad[:, mask].abs().mean() < 0.6 * x0.grad[:, mask].abs().mean()
+    assert all(torch.equal(a, b) for a, b in zip(before, net.parameters())) and not net.training
+
+
+def test_relevance_mass_and_reliance():
+    h = torch.zeros(2, 1, 2, 2)
+    h[0, 0, 0, 0], h[0, 0, 1, 1], h[1, 0, 1, 1] = 3.0, 1.0, -1.0
+    mask = torch.zeros(1, 2, 2, dtype=torch.bool)
+    mask[0, 0, 0] = True
+    assert rx.relevance_mass(h, mask).tolist() == [0.75, 0.0]
+    m = rx.random_mask(mask, seed=0)
+    assert int(m.sum()) == 1 and not bool((m & mask).any())
