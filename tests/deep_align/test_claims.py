@@ -1,13 +1,15 @@
 """Each claim at smoke scale (the zoo and the aligner are trained once and shared by the four tests, all marked
 slow since whichever runs first trains them), and each claim's ``holds`` refuses metrics that contradict it."""
 
+import dataclasses
 import subprocess
 import sys
 
 import pytest
 
 from icml24 import registry
-from icml24.deep_align import paper
+from icml24.claims import Scale
+from icml24.deep_align import DeepAlign, experiments, paper
 from icml24.testing import check_claim
 
 
@@ -28,9 +30,18 @@ def test_method_is_registered():
 
 @pytest.mark.slow  # trains the smoke zoo and aligner shared by the four claims
 def test_exactness():
-    m = check_claim(paper.EXACTNESS, [{"da_perm_acc": 0.9}, {"wm_perm_acc": 0.5}, {"da_perm_acc": float("nan")}])
-    assert m["untrained_da_perm_acc"] == 1.0  # exactness is structural, not learned
-    assert m["noisy_da_perm_acc"] > 0.9
+    m = check_claim(
+        paper.EXACTNESS,
+        [
+            {"da_perm_acc": 0.9},
+            {"wm_perm_acc": 0.5},
+            {"da_perm_acc": float("nan")},
+            {"noisy_untrained_perm_acc": 0.995},  # a noise level the untrained aligner survives tests nothing
+            {"noisy_da_minus_untrained": 0.0},
+        ],
+    )
+    assert m["untrained_da_perm_acc"] == 1.0  # on exact copies the recovery is structural, not learned
+    assert m["noisy_untrained_perm_acc"] < paper.EXACT_MIN and m["noise_level"] == paper.NOISE_LEVEL
 
 
 @pytest.mark.slow
@@ -40,6 +51,7 @@ def test_quality():
         [
             {"da_barrier": 10.0},
             {"none_minus_da": 0.0},
+            {"untrained_minus_da": 0.0},
             {"da_minus_wm": 1.0},
             {"da_minus_wm_se": 0.0, "da_minus_wm": 0.01},
         ],
@@ -48,6 +60,7 @@ def test_quality():
         "sr_barrier",
         "am_barrier",
         "dawm_barrier",
+        "untrained_barrier",
         "da_batched_ms_per_pair",
         "wm_ms_per_pair",
         "sr_ms_per_pair",
@@ -55,6 +68,20 @@ def test_quality():
         "wm_auc",
     } <= set(m)
     assert m["none_barrier"] > m["wm_barrier"] and m["none_barrier"] > m["sr_barrier"]
+
+
+@pytest.mark.slow
+def test_an_untrained_aligner_fails_the_exactness_and_quality_claims(monkeypatch):
+    """The claims exist to test learning: put an untrained aligner where the trained one was and they fail."""
+    s = experiments.setup(Scale.SMOKE, 0)
+    fresh = DeepAlign(s.settings.widths, seed=7, **s.settings.encoder)
+    fresh.history = s.aligner.history  # the record of the setup, not of this aligner
+    monkeypatch.setattr(experiments, "setup", lambda scale, seed: dataclasses.replace(s, aligner=fresh))
+    assert paper.EXACTNESS.judge(experiments.run_exactness(Scale.SMOKE, 0)) is False
+    res = experiments.pair_study.__wrapped__(Scale.SMOKE, 0)
+    monkeypatch.setattr(experiments, "pair_study", lambda scale, seed: res)
+    m = experiments.run_quality(Scale.SMOKE, 0)
+    assert paper.QUALITY.judge(m) is False and m["untrained_minus_da"] < 2 * m["untrained_minus_da_se"]
 
 
 @pytest.mark.slow

@@ -47,13 +47,13 @@ def test_architectures_that_differ(aligner):
 @pytest.mark.parametrize(
     "net, match",
     [
-        (nn.Sequential(nn.Linear(6, 5), nn.Tanh(), nn.Linear(5, 3)), r"net\[1\] is Tanh, expected ReLU"),
-        (nn.Sequential(nn.Linear(6, 5), nn.ReLU(), nn.Dropout(), nn.Linear(5, 3)), "alternate"),
-        (nn.Sequential(nn.Conv1d(6, 5, 1), nn.ReLU(), nn.Linear(5, 3)), r"net\[0\] is Conv1d, expected Linear"),
-        (nn.Sequential(nn.Linear(6, 5, bias=False), nn.ReLU(), nn.Linear(5, 3)), "without bias"),
-        (nn.Sequential(nn.Linear(6, 3)), "alternate"),
+        (nn.Sequential(nn.Linear(6, 5), nn.BatchNorm1d(5), nn.Linear(5, 3)), r"net.1 is BatchNorm1d, expected Linear"),
+        (nn.Sequential(nn.Conv1d(6, 5, 1), nn.ReLU(), nn.Linear(5, 3)), r"net.0 is Conv1d, expected Linear"),
+        (nn.Sequential(nn.Linear(6, 3)), "at least two Linear layers"),
         (nn.Sequential(nn.Linear(6, 5), nn.ReLU(), nn.Linear(4, 3)), "takes 4 inputs"),
-        (nn.Linear(6, 3), "torch.nn.Sequential"),
+        (nn.Sequential(nn.Linear(6, 5), nn.Flatten(), nn.Linear(5, 3)), "Flatten after a Linear"),
+        (nn.Linear(6, 3), "at least two Linear layers"),
+        ("mlp", "nn.Module MLP"),
     ],
 )
 def test_non_mlp_modules(net, match):
@@ -99,7 +99,7 @@ def test_bad_permutations_alpha_and_options(aligner):
         TrainConfig(steps=0)
     with pytest.raises(InputError, match="x must be"):
         activation_matching(from_sequential(net), from_sequential(net), torch.rand(4, 5))
-    with pytest.raises(InputError, match="init must hold"):
+    with pytest.raises(InputError, match="init must be a list of 2"):
         weight_matching(from_sequential(net), from_sequential(net), init=[torch.arange(5)])
     with pytest.raises(InputError, match="n_alphas"):
         interpolation(net, net, torch.rand(4, 6), torch.zeros(4, dtype=torch.long), n_alphas=1)

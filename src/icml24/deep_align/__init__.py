@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ..errors import InputError
@@ -35,17 +36,22 @@ from .weights import (
     Zoo,
     barrier_and_auc,
     check_perms,
+    check_same_dtype,
     from_sequential,
+    from_state_dict,
     interpolation_losses,
+    lerp,
+    module_dtype,
     permute_hard,
     to_sequential,
     train_zoo,
+    write_into,
 )
 
 
 def interpolation(
-    a: nn.Sequential,
-    b: nn.Sequential,
+    a: nn.Module | WeightBatch,
+    b: nn.Module | WeightBatch,
     x: torch.Tensor,
     y: torch.Tensor,
     *,
@@ -56,10 +62,12 @@ def interpolation(
 
     Parameters
     ----------
-    a, b : nn.Sequential
-        Two MLPs of one architecture.
+    a, b : nn.Module or WeightBatch
+        Two MLPs of one architecture and dtype (see :func:`~icml24.deep_align.weights.mlp_linears`: any
+        elementwise activation, a leading Flatten, bias-free layers), or two WeightBatches of one network each
+        (evaluated as ReLU MLPs). Modules are evaluated as themselves, in evaluation mode, on copies.
     x : torch.Tensor
-        Inputs ``(N, d_0)``.
+        Inputs ``(N, ...)`` that the networks take (``(N, d_0)``, or e.g. images for a Flatten-first MLP).
     y : torch.Tensor
         Class indices ``(N,)``.
     perms : list of torch.Tensor, optional
@@ -74,17 +82,41 @@ def interpolation(
         perms)`` at each alpha; ``"barrier"``: the largest excess of that loss over the linear interpolation of
         the end points' losses (Frankle et al. 2020, the paper's barrier); ``"auc"``: the area under the excess.
     """
-    n_alphas = check_int(n_alphas, "n_alphas", min_val=2)
+    modules = isinstance(a, nn.Module) and isinstance(b, nn.Module)
     wa, wb = as_batch(a, "a"), as_batch(b, "b", None)
     if wa.widths != wb.widths:
-        raise InputError(f"a has widths {wa.widths} but b has {wb.widths}", "interpolate networks of one architecture")
+        raise InputError(f"b has widths {wb.widths} but a has {wa.widths}", "interpolate networks of one architecture")
     if wa.size != 1 or wb.size != 1:
         raise InputError("a and b must be one network each")
-    x = check_tensor(x, "x", shape=(None, wa.widths[0]))
+    if modules:
+        check_same_dtype(a, b)
+    elif isinstance(a, nn.Module) or isinstance(b, nn.Module):
+        raise InputError("a and b must both be nn.Modules or both WeightBatches")
+    n_alphas = check_int(n_alphas, "n_alphas", min_val=2)
+    x = check_tensor(x, "x")
+    if x.dim() < 2 or x[0].numel() != wa.widths[0]:
+        raise InputError(f"x must be (N, {wa.widths[0]}) inputs (or (N, ...) of {wa.widths[0]} values each)")
     y = check_tensor(y, "y", shape=(len(x),), dtype="integer")
+    if int(y.min()) < 0 or int(y.max()) >= wa.widths[-1]:
+        raise InputError(f"y must hold class indices in 0..{wa.widths[-1] - 1}")
     if perms is not None:
         wb = permute_hard(wb, check_perms(perms, wb.hidden, 1))
-    alphas, losses = interpolation_losses(wa, wb, x.float(), y.long(), n_alphas)
+    if not modules:
+        if x.dim() != 2:
+            raise InputError(f"x must be (N, {wa.widths[0]}) inputs for WeightBatch networks")
+        alphas, losses = interpolation_losses(wa, wb, x.float(), y.long(), n_alphas)
+    else:
+        alphas = torch.linspace(0.0, 1.0, n_alphas)
+        xx = x.to(module_dtype(a))
+        rows = []
+        with torch.no_grad():
+            for t in alphas:
+                net = write_into(a, lerp(wa, wb, float(t))).eval()
+                try:
+                    rows.append(float(F.cross_entropy(net(xx).double(), y.long())))
+                except RuntimeError as exc:
+                    raise InputError(f"x cannot be fed to the networks: {str(exc).splitlines()[0]}") from None
+        losses = torch.tensor([rows], dtype=torch.float32)
     bar, auc = barrier_and_auc(alphas, losses)
     return {"alphas": alphas, "losses": losses[0], "barrier": float(bar[0]), "auc": float(auc[0])}
 
@@ -107,6 +139,7 @@ __all__ = [
     "DeepAlignNet",
     "WeightBatch",
     "from_sequential",
+    "from_state_dict",
     "to_sequential",
     "as_batch",
 ]

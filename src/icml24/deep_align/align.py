@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import pickle
 from dataclasses import asdict, fields
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import torch
 from torch import nn
@@ -23,18 +23,33 @@ from ..validation import check_seed, check_tensor
 from .encoder import DeepAlignNet, EncoderConfig
 from .sinkhorn import hungarian
 from .training import History, TrainConfig, fit
-from .weights import WeightBatch, Zoo, check_mlp, from_sequential, mlp_merge, mlp_permute
+from .weights import (
+    WeightBatch,
+    Zoo,
+    check_mlp,
+    check_same_dtype,
+    check_weight_batch,
+    from_sequential,
+    from_state_dict,
+    mlp_merge,
+    mlp_permute,
+)
 
 NetLike = nn.Sequential | WeightBatch | Iterable[nn.Sequential]
 
 
 def as_batch(nets: NetLike, name: str, widths: Sequence[int] | None = None) -> WeightBatch:
-    """Networks given as an ``nn.Sequential``, a list of them, a :class:`WeightBatch` or a ``Zoo``, as a
+    """Networks given as an ``nn.Module`` MLP, a list of them, a :class:`WeightBatch` or a ``Zoo``, as a
     :class:`WeightBatch` (float32).
+
+    An MLP is any module whose Linear layers chain, with elementwise activations between them (ReLU, GELU,
+    Tanh, ...), optionally a leading Flatten and ``bias=False`` layers
+    (:func:`~icml24.deep_align.weights.mlp_linears`).
 
     Parameters
     ----------
-    nets : nn.Sequential, list of nn.Sequential, WeightBatch or Zoo
+    nets : nn.Module, list of nn.Module, state dict, WeightBatch or Zoo
+        A state dict (``net.state_dict()``) holds one MLP (:func:`~icml24.deep_align.weights.from_state_dict`).
     name : str
         The argument's name in error messages.
     widths : sequence of int, optional
@@ -47,30 +62,20 @@ def as_batch(nets: NetLike, name: str, widths: Sequence[int] | None = None) -> W
     Raises
     ------
     InputError
-        Naming ``name``, when the networks are not MLPs of Linear and ReLU layers or have other widths.
+        Naming ``name``, when the networks are not such MLPs, are not finite, or have other widths.
     """
     if isinstance(nets, Zoo):
         nets = nets.nets
     if isinstance(nets, WeightBatch):
-        wb = nets
-        for k, (w, b) in enumerate(zip(wb.weights, wb.biases)):
-            if w.dim() != 3 or b.dim() != 2 or w.shape[0] != b.shape[0] or w.shape[2] != b.shape[1]:
-                raise InputError(
-                    f"{name}: layer {k} has weight {tuple(w.shape)} and bias {tuple(b.shape)}",
-                    "expected (B, d_in, d_out) and (B, d_out)",
-                )
-            if k and w.shape[1] != wb.weights[k - 1].shape[2]:
-                raise InputError(
-                    f"{name}: layer {k} takes {w.shape[1]} inputs, layer {k - 1} gives {wb.weights[k - 1].shape[2]}"
-                )
-        if len(wb.weights) < 2:
-            raise InputError(f"{name} needs at least one hidden layer")
-        wb = wb.to(torch.float32)
+        wb = check_weight_batch(nets, name).to(torch.float32)
+    elif isinstance(nets, Mapping):
+        wb = from_state_dict(nets, name)
     elif isinstance(nets, (nn.Module, list, tuple)):
         wb = from_sequential(nets, name)
     else:
         raise InputError(
-            f"{name} must be an nn.Sequential, a list of them, a WeightBatch or a Zoo, got {type(nets).__name__}"
+            f"{name} must be an nn.Module MLP, a list of them, a state dict, a WeightBatch or a Zoo, got "
+            f"{type(nets).__name__}"
         )
     if widths is not None and wb.widths != tuple(widths):
         raise InputError(
@@ -87,8 +92,9 @@ class DeepAlign:
 
     Parameters
     ----------
-    widths : sequence of int or nn.Sequential
-        The MLP architecture ``(d_0, ..., d_M)`` to align (or a network of it). One model per architecture.
+    widths : sequence of int or nn.Module
+        The MLP architecture ``(d_0, ..., d_M)`` to align (or a network of it: any MLP accepted by
+        :func:`~icml24.deep_align.weights.mlp_linears`). One model per architecture.
     seed : int
         Seed of the encoder's initialisation.
     **encoder : see :class:`~icml24.deep_align.encoder.EncoderConfig`
@@ -146,7 +152,8 @@ class DeepAlign:
             The training networks, of this aligner's architecture.
         x, y : torch.Tensor
             Inputs ``(N, d_0)`` and int64 labels ``(N,)`` of the networks' task; they feed the interpolation
-            (LMC) part of the reconstruction loss.
+            (LMC) part of the reconstruction loss, which evaluates the networks as ReLU MLPs (for a zoo with
+            another activation, train with ``recon="l2"``; the alignment itself does not depend on it).
         val : nn.Sequential list, WeightBatch or Zoo, optional
             Validation networks: every ``eval_every`` steps their reconstruction loss is measured and the best
             state is kept (the official model selection).
@@ -195,6 +202,8 @@ class DeepAlign:
             against neuron ``c`` of ``b_i`` (paper Eq. 6, ``S = F(a) F(b)^T``).
         """
         wa, wb = as_batch(a, "a", self.widths), as_batch(b, "b", self.widths)
+        if isinstance(a, nn.Module) and isinstance(b, nn.Module):
+            check_same_dtype(a, b)
         if wa.size != wb.size:
             raise InputError(f"a holds {wa.size} networks but b holds {wb.size}", "align them in pairs")
         self.net.eval()
@@ -290,7 +299,9 @@ class DeepAlign:
             obj = cls(blob["widths"], seed=int(blob["seed"]), **blob["encoder"])
             obj.net.load_state_dict(blob["state_dict"])
         except (OSError, KeyError, RuntimeError, TypeError, ValueError, pickle.UnpicklingError) as exc:
-            raise InputError(f"cannot load a Deep-Align model from {path}: {exc}") from None
+            raise InputError(
+                f"path {str(path)!r}: cannot load a Deep-Align model: {str(exc).splitlines()[0]}"
+            ) from None
         obj.net.eval()
         return obj
 
@@ -313,33 +324,33 @@ def _check_data(x, y, widths, xn: str, yn: str) -> tuple[torch.Tensor, torch.Ten
     return x.float(), y
 
 
-def permute(net: nn.Sequential, perms: Sequence[torch.Tensor]) -> nn.Sequential:
+def permute(net: nn.Module, perms: Sequence[torch.Tensor]) -> nn.Module:
     """A copy of ``net`` with its hidden neurons permuted; the function it computes is unchanged (official
     ``deepalign.utils.permute_weights``).
 
     Parameters
     ----------
-    net : nn.Sequential
-        An MLP of Linear and ReLU layers.
+    net : nn.Module
+        An MLP: Linear layers with elementwise activations between them, optionally a leading Flatten and
+        ``bias=False`` layers (see :func:`~icml24.deep_align.weights.mlp_linears`).
     perms : list of torch.Tensor
         Per hidden layer ``l`` an index tensor: neuron ``i`` of the result is old neuron ``perms[l][i]``.
 
     Returns
     -------
-    nn.Sequential
+    nn.Module
+        A deep copy of ``net`` (same class, activations and dtype) with permuted weights.
     """
     return mlp_permute(net, perms)
 
 
-def merge(
-    a: nn.Sequential, b: nn.Sequential, alpha: float = 0.5, perms: Sequence[torch.Tensor] | None = None
-) -> nn.Sequential:
+def merge(a: nn.Module, b: nn.Module, alpha: float = 0.5, perms: Sequence[torch.Tensor] | None = None) -> nn.Module:
     """The weight average ``alpha * a + (1 - alpha) * permute(b, perms)`` (official ``avg_weights_and_biases``).
 
     Parameters
     ----------
-    a, b : nn.Sequential
-        Two MLPs of one architecture.
+    a, b : nn.Module
+        Two MLPs of one architecture and dtype (see :func:`permute`).
     alpha : float, default 0.5
         The weight of ``a``.
     perms : list of torch.Tensor, optional
@@ -347,7 +358,8 @@ def merge(
 
     Returns
     -------
-    nn.Sequential
+    nn.Module
+        A deep copy of ``a`` holding the merged weights.
     """
     return mlp_merge(a, b, alpha, perms)
 

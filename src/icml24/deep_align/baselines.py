@@ -14,19 +14,59 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from scipy.optimize import linear_sum_assignment
+from torch import nn
 
 from ..errors import InputError
 from ..validation import check_float, check_int, check_seed, check_tensor
 from .sinkhorn import hungarian, sinkhorn
-from .weights import WeightBatch, check_same_architecture, lerp, loss_and_accuracy, permute_soft
+from .weights import (
+    ELEMENTWISE,
+    WeightBatch,
+    check_perms,
+    check_same_architecture,
+    check_weight_batch,
+    from_sequential,
+    lerp,
+    loss_and_accuracy,
+    module_dtype,
+    permute_soft,
+)
 
 
-def _single(wb: WeightBatch, name: str) -> WeightBatch:
-    if not isinstance(wb, WeightBatch):
-        raise InputError(f"{name} must be a WeightBatch (see weights.from_sequential), got {type(wb).__name__}")
-    if wb.size != 1:
-        raise InputError(f"{name} must hold one network, got {wb.size}")
-    return wb
+def _single(net, name: str) -> WeightBatch:
+    """One network given as an ``nn.Module`` MLP or a :class:`WeightBatch` of one network, as a WeightBatch."""
+    if isinstance(net, nn.Module):
+        return from_sequential(net, name)
+    if not isinstance(net, WeightBatch):
+        raise InputError(
+            f"{name} must be an nn.Module MLP or a WeightBatch of one network, got {type(net).__name__}",
+            "e.g. nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))",
+        )
+    if net.size != 1:
+        raise InputError(f"{name} must hold one network, got {net.size}")
+    check_weight_batch(net, name)
+    return net
+
+
+def _relu_only(net, name: str) -> None:
+    if isinstance(net, nn.Module):
+        for n, m in net.named_modules():
+            if isinstance(m, ELEMENTWISE) and not isinstance(m, (nn.ReLU, nn.Identity, nn.Dropout)):
+                raise InputError(
+                    f"{name}.{n} is {type(m).__name__}: this method evaluates the network with ReLU",
+                    "use weight_matching, which does not depend on the activation",
+                )
+
+
+def _pair(a, b) -> tuple[WeightBatch, WeightBatch]:
+    """Two networks of one architecture and dtype, as WeightBatches (everything validated, nothing changed)."""
+    wa, wb = _single(a, "a"), _single(b, "b")
+    check_same_architecture(wa, wb)
+    da = module_dtype(a) if isinstance(a, nn.Module) else wa.weights[0].dtype
+    db = module_dtype(b) if isinstance(b, nn.Module) else wb.weights[0].dtype
+    if da != db:
+        raise InputError(f"b has dtype {db} but a has {da}", f"convert both to one dtype, e.g. b.to({da})")
+    return wa, wb
 
 
 def _shape(x) -> str:
@@ -42,10 +82,11 @@ def wm_objective(a: WeightBatch, b: WeightBatch, perms: Sequence[torch.Tensor] |
 
     Parameters
     ----------
-    a, b : WeightBatch
-        One network each.
+    a, b : nn.Module or WeightBatch
+        One network each (an MLP, see :func:`~icml24.deep_align.weights.mlp_linears`), of one architecture
+        and dtype.
     perms : list of torch.Tensor, optional
-        Alignment of ``b`` to ``a`` (identity when None).
+        Alignment of ``b`` to ``a``, one permutation per hidden layer (identity when None).
 
     Returns
     -------
@@ -55,9 +96,13 @@ def wm_objective(a: WeightBatch, b: WeightBatch, perms: Sequence[torch.Tensor] |
     ----------
     Ainsworth, Hayase, Srinivasa, "Git Re-Basin", ICLR 2023, Eq. 3.
     """
-    wa, ba = _numpy_layers(_single(a, "a"))
-    wb_, bb = _numpy_layers(_single(b, "b"))
-    ps = [np.arange(d) for d in a.hidden] if perms is None else [np.asarray(p).reshape(-1) for p in perms]
+    a, b = _pair(a, b)
+    if perms is None:
+        ps = [np.arange(d) for d in a.hidden]
+    else:
+        ps = [p[0].numpy() for p in check_perms(perms, a.hidden, 1)]
+    wa, ba = _numpy_layers(a)
+    wb_, bb = _numpy_layers(b)
     return _objective(wa, ba, wb_, bb, ps)
 
 
@@ -111,8 +156,9 @@ def weight_matching(
 
     Parameters
     ----------
-    a, b : WeightBatch
-        One network each, of one architecture; ``b`` is aligned to ``a``.
+    a, b : nn.Module or WeightBatch
+        One network each (an MLP, see :func:`~icml24.deep_align.weights.mlp_linears`), of one architecture and
+        dtype; ``b`` is aligned to ``a``.
     max_iter : int, default 100
         Most sweeps (official 100).
     init : list of torch.Tensor, optional
@@ -132,24 +178,18 @@ def weight_matching(
     ----------
     Ainsworth, Hayase, Srinivasa, "Git Re-Basin", ICLR 2023, Alg. 2.
     """
-    a, b = _single(a, "a"), _single(b, "b")
-    check_same_architecture(a, b)
+    a, b = _pair(a, b)
     max_iter = check_int(max_iter, "max_iter", min_val=1)
     seed = check_seed(seed)
     tol = check_float(tol, "tol", min_val=0.0)
-    wa, ba = _numpy_layers(a)
-    wb, bb = _numpy_layers(b)
-    M = len(wa)
     hidden = list(a.hidden)
     if init is None:
         ps = [np.arange(d) for d in hidden]
     else:
-        if len(init) != len(hidden):
-            raise InputError(f"init must hold {len(hidden)} permutations, got {len(init)}")
-        ps = [np.asarray(torch.as_tensor(p).reshape(-1), dtype=np.int64).copy() for p in init]
-        for l, (p, d) in enumerate(zip(ps, hidden)):
-            if p.shape != (d,) or not np.array_equal(np.sort(p), np.arange(d)):
-                raise InputError(f"init[{l}] is not a permutation of 0..{d - 1}")
+        ps = [p[0].numpy().copy() for p in check_perms(init, hidden, 1, "init")]
+    wa, ba = _numpy_layers(a)
+    wb, bb = _numpy_layers(b)
+    M = len(wa)
     rng = np.random.default_rng(seed)
     sweeps = 0
     for _ in range(max_iter):
@@ -182,8 +222,9 @@ def activation_matching(a: WeightBatch, b: WeightBatch, x: torch.Tensor) -> Matc
 
     Parameters
     ----------
-    a, b : WeightBatch
-        One network each, of one architecture.
+    a, b : nn.Module or WeightBatch
+        One network each, of one architecture and dtype, with ReLU activations (the activations are computed
+        with ReLU; a module with another activation module is refused).
     x : torch.Tensor
         Inputs ``(N, d_0)``.
 
@@ -195,8 +236,9 @@ def activation_matching(a: WeightBatch, b: WeightBatch, x: torch.Tensor) -> Matc
     ----------
     Ainsworth, Hayase, Srinivasa, "Git Re-Basin", ICLR 2023, Sec. 3.1.
     """
-    a, b = _single(a, "a"), _single(b, "b")
-    check_same_architecture(a, b)
+    _relu_only(a, "a")
+    _relu_only(b, "b")
+    a, b = _pair(a, b)
     if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != a.widths[0]:
         raise InputError(f"x must be a (N, {a.widths[0]}) tensor of inputs, got {_shape(x)}")
     check_tensor(x, "x")
@@ -235,8 +277,9 @@ def sinkhorn_rebasin(
 
     Parameters
     ----------
-    a, b : WeightBatch
-        One network each, of one architecture.
+    a, b : nn.Module or WeightBatch
+        One network each, of one architecture and dtype, with ReLU activations (the activations are computed
+        with ReLU; a module with another activation module is refused).
     x, y : torch.Tensor
         Inputs ``(N, d_0)`` and class indices ``(N,)`` of the mid-point loss.
     steps : int, default 200
@@ -264,8 +307,9 @@ def sinkhorn_rebasin(
     Pena, Medeiros, Dubail, Aminbeidokhti, Granger, Pedersoli, "Re-basin via implicit Sinkhorn
     differentiation", CVPR 2023.
     """
-    a, b = _single(a, "a"), _single(b, "b")
-    check_same_architecture(a, b)
+    _relu_only(a, "a")
+    _relu_only(b, "b")
+    a, b = _pair(a, b)
     steps = check_int(steps, "steps", min_val=0)
     n_sink = check_int(n_sink, "n_sink", min_val=1)
     lr = check_float(lr, "lr", min_val=0.0, include_boundaries="neither")
@@ -275,11 +319,17 @@ def sinkhorn_rebasin(
     if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != a.widths[0]:
         raise InputError(f"x must be a (N, {a.widths[0]}) tensor of inputs, got {_shape(x)}")
     check_tensor(x, "x")
-    check_tensor(y, "y", shape=(len(x),), dtype="integer")
+    y = check_tensor(y, "y", shape=(len(x),), dtype="integer")
+    if len(y) and (int(y.min()) < 0 or int(y.max()) >= a.widths[-1]):
+        raise InputError(f"y must hold class indices in 0..{a.widths[-1] - 1}")
+    y = y.long()
+    x = x.float()
+    if init is not None:
+        init = [p[0] for p in check_perms(init, a.hidden, 1, "init")]
     g = torch.Generator().manual_seed(seed)
     qs = []
     for l, d in enumerate(a.hidden):
-        base = torch.eye(d) if init is None else F.one_hot(torch.as_tensor(init[l]).reshape(-1).long(), d).float()
+        base = torch.eye(d) if init is None else F.one_hot(init[l], d).float()
         qs.append((base + init_noise * torch.randn(d, d, generator=g)).unsqueeze(0).requires_grad_(True))
     opt = torch.optim.AdamW(qs, lr=lr)
     for _ in range(steps):

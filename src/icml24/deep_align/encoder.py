@@ -461,7 +461,16 @@ class DeepAlignNet(nn.Module):
         -------
         list of torch.Tensor
             Per hidden layer ``l = 1 .. M-1`` a ``(B, d_l, output_features)`` tensor.
+
+        Raises
+        ------
+        InputError
+            When ``wb`` is not a WeightBatch of this model's architecture.
         """
+        if not isinstance(wb, WeightBatch):
+            raise InputError(f"wb must be a WeightBatch, got {type(wb).__name__}", "see weights.from_sequential")
+        if wb.widths != self.widths:
+            raise InputError(f"wb has widths {wb.widths}, this model aligns {self.widths}")
         _, biases = self.encoder(wb)
         out = []
         for b in biases[:-1]:  # no permutation acts on the last bias

@@ -7,6 +7,12 @@ measured on pairs of held-out test networks, against Weight Matching (and, for q
 Sinkhorn re-basin) run on the same pairs in the same call. The zoo and the trained aligner are built once per
 ``(scale, seed)`` and shared by the claims of one process (the first claim's time includes them).
 
+The claims test learning: each is measured against untrained aligners of the same architecture
+(:func:`untrained_aligners`, the best of ``N_UNTRAINED`` initialisations on the very pairs or copies judged) in the
+same call. On exact permuted copies an untrained aligner already recovers the permutation (the exactness is
+structural, paper Prop. 4), so exactness is judged on copies perturbed by Gaussian noise of ``NOISE_LEVEL``
+times each tensor's std, where the untrained aligners fail.
+
 Scales: SMOKE (tests, seconds): 48 networks (32 / 8 / 8), a small aligner. QUICK (``icml24 verify``): 80 networks
 (60 / 10 / 10), 45 test pairs. PAPER: the official encoder and training defaults on a zoo of ``784 -> 128 -> 128
 -> 128 -> 10`` MLPs (the official ``FCNet``) trained on Fashion-MNIST from the data root; the paper's MNIST and
@@ -29,7 +35,7 @@ from ..runs import save_figure
 from ..threads import single_thread
 from .align import DeepAlign
 from .baselines import activation_matching, sinkhorn_rebasin, weight_matching, wm_objective
-from .paper import SYM_TOL
+from .paper import N_UNTRAINED, NOISE_LEVEL, SYM_TOL
 from .sinkhorn import hungarian
 from .training import augment, permutation_accuracy
 from .weights import (
@@ -272,8 +278,33 @@ def _base_metrics(s: Setup) -> dict[str, float]:
 
 
 # ------------------------------------------------------------------------------------------- exactness
+def untrained_aligners(scale: Scale, seed: int) -> list[DeepAlign]:
+    """The untrained controls: ``N_UNTRAINED`` randomly initialised aligners of the trained one's architecture.
+
+    Parameters
+    ----------
+    scale : Scale
+    seed : int
+
+    Returns
+    -------
+    list of DeepAlign
+        Initialised from seeds ``100 * (seed + 1) + k`` (never the trained aligner's seed).
+    """
+    st = SETTINGS[scale]
+    return [DeepAlign(st.widths, seed=100 * (seed + 1) + k, **st.encoder) for k in range(N_UNTRAINED)]
+
+
+def _per_copy_accuracy(pred: list[torch.Tensor], truth: list[torch.Tensor]) -> torch.Tensor:
+    hits = sum((p == t).double().sum(1) for p, t in zip(pred, truth))
+    return hits / sum(t.shape[1] for t in truth)
+
+
 def run_exactness(scale: Scale, seed: int) -> dict[str, float]:
-    """Permutation recovery on randomly permuted copies of held-out networks: Deep-Align and Weight Matching.
+    """Permutation recovery on randomly permuted copies of held-out networks, exact and noisy.
+
+    Deep-Align trained, the untrained controls (:func:`untrained_aligners`, the best of them reported) and
+    Weight Matching recover the permutation of the same copies.
 
     Parameters
     ----------
@@ -283,8 +314,10 @@ def run_exactness(scale: Scale, seed: int) -> dict[str, float]:
     Returns
     -------
     dict of str to float
-        ``da_perm_acc`` and ``wm_perm_acc`` on exact copies, ``noisy_*`` on copies with 1 % weight noise,
-        ``untrained_da_perm_acc`` of an untrained encoder, times per pair.
+        ``da_perm_acc``, ``wm_perm_acc`` and ``untrained_da_perm_acc`` on exact copies; ``noisy_da_perm_acc``,
+        ``noisy_untrained_perm_acc``, ``noisy_wm_perm_acc`` on copies with Gaussian noise of ``NOISE_LEVEL``
+        times each tensor's std; ``noisy_da_minus_untrained`` (paired over copies) with its standard error;
+        times per pair.
     """
     s = setup(scale, seed)
     st = s.settings
@@ -293,24 +326,26 @@ def run_exactness(scale: Scale, seed: int) -> dict[str, float]:
     a = WeightBatch.cat([te] * st.copies_per_net)
     pi = random_perms(a.hidden, a.size, g)
     truth = invert(pi)  # permute(pa, inverse(pi)) == a
-    copies = {
-        "exact": permute_hard(a, pi),
-        "noisy": permute_hard(augment(a, g, noise_scale=1e-2, drop_rate=0.0, pos_scale=0.0, quantile_dropout=0.0), pi),
-    }
+    noisy = augment(a, g, noise_scale=NOISE_LEVEL, drop_rate=0.0, pos_scale=0.0, quantile_dropout=0.0)
+    copies = {"exact": permute_hard(a, pi), "noisy": permute_hard(noisy, pi)}
     out = _base_metrics(s)
+    controls = untrained_aligners(scale, seed)
     with single_thread():
         for kind, b in copies.items():
             da, t_da = _timed(lambda b=b: s.aligner.align_batch(a, b))
             wm, t_wm = _timed(lambda b=b: [weight_matching(a[k], b[k], seed=seed + k).perms for k in range(a.size)])
             pre = "" if kind == "exact" else "noisy_"
-            out[f"{pre}da_perm_acc"] = permutation_accuracy(da, truth)
+            acc = _per_copy_accuracy(da, truth)
+            # the control is the best untrained initialisation on these very copies: the strongest one
+            un = max((_per_copy_accuracy(c.align_batch(a, b), truth) for c in controls), key=lambda v: float(v.mean()))
+            out[f"{pre}da_perm_acc"] = float(acc.mean())
             out[f"{pre}wm_perm_acc"] = permutation_accuracy(stack_perms(wm), truth)
+            out[f"{pre}untrained_{'' if pre else 'da_'}perm_acc"] = float(un.mean())
+            out[f"{pre}da_minus_untrained"], out[f"{pre}da_minus_untrained_se"] = mean_se(acc - un)
             if kind == "exact":
                 out["da_ms_per_pair_batched"] = 1e3 * t_da / a.size
                 out["wm_ms_per_pair"] = 1e3 * t_wm / a.size
-        # the exactness is structural (Prop. 4): an untrained encoder of the same architecture also recovers it
-        fresh = DeepAlign(st.widths, seed=seed + 1, **st.encoder)
-        out["untrained_da_perm_acc"] = permutation_accuracy(fresh.align_batch(a, copies["exact"]), truth)
+    out["noise_level"] = NOISE_LEVEL
     out["pairs"] = float(a.size)
     return out
 
@@ -342,6 +377,7 @@ def pair_study(scale: Scale, seed: int) -> dict:
     with single_thread():
         da, t = _timed(lambda: s.aligner.align_batch(A, B))
         res["da_ms_batched"] = 1e3 * t / n
+        untrained = [c.align_batch(A, B) for c in untrained_aligners(scale, seed)]
         _, t = _timed(lambda: [s.aligner.align(A[k], B[k]) for k in range(min(n, 10))])
         res["da_ms_single"] = 1e3 * t / min(n, 10)
         wm, t = _timed(lambda: [weight_matching(A[k], B[k], seed=seed + k) for k in range(n)])
@@ -368,6 +404,9 @@ def pair_study(scale: Scale, seed: int) -> dict:
         curves[k] = interpolation_losses(A, permute_hard(B, p), x, y)
     idx = torch.arange(k_sr)
     curves["sr"] = interpolation_losses(A[idx], permute_hard(B[idx], stack_perms([r.perms for r in sr])), x, y)
+    # the untrained control: of the untrained initialisations, the one with the lowest mean barrier here
+    uc = [interpolation_losses(A, permute_hard(B, p), x, y) for p in untrained]
+    curves["untrained"] = min(uc, key=lambda c: float(barrier_and_auc(*c)[0].mean()))
     res["curves"] = curves
     res["barrier"] = {k: barrier_and_auc(*c) for k, c in curves.items()}
     res["k_sr"] = k_sr
@@ -388,6 +427,7 @@ def _plot(res: dict) -> None:
     names = {
         "none": "no alignment",
         "da": "Deep-Align",
+        "untrained": "Deep-Align untrained",
         "wm": "Weight Matching",
         "dawm": "Deep-Align + WM",
         "am": "Activation Matching",
@@ -420,8 +460,9 @@ def run_quality(scale: Scale, seed: int) -> dict[str, float]:
     Returns
     -------
     dict of str to float
-        ``<method>_barrier`` (mean), ``<method>_barrier_se``, ``<method>_auc`` for none, da, wm, dawm, am and
-        sr; ``none_minus_da`` and ``da_minus_wm`` with their standard errors; times per pair.
+        ``<method>_barrier`` (mean), ``<method>_barrier_se``, ``<method>_auc`` for none, untrained (the best
+        untrained control), da, wm, dawm, am and sr; ``none_minus_da``, ``untrained_minus_da`` and ``da_minus_wm``
+        with their standard errors; times per pair.
     """
     s = setup(scale, seed)
     res = pair_study(scale, seed)
@@ -432,6 +473,7 @@ def run_quality(scale: Scale, seed: int) -> dict[str, float]:
     bar = {k: v[0] for k, v in res["barrier"].items()}
     out["none_minus_da"], out["none_minus_da_se"] = mean_se(bar["none"] - bar["da"])
     out["da_minus_wm"], out["da_minus_wm_se"] = mean_se(bar["da"] - bar["wm"])
+    out["untrained_minus_da"], out["untrained_minus_da_se"] = mean_se(bar["untrained"] - bar["da"])
     out["da_barrier_on_sr_pairs"] = float(bar["da"][: res["k_sr"]].mean())
     for k in ("da_ms_batched", "da_ms_single", "wm_ms", "dawm_ms", "am_ms", "sr_ms"):
         out[k.replace("_ms", "") + "_ms_per_pair"] = res[k]
@@ -525,6 +567,7 @@ __all__ = [
     "held_out_pairs",
     "stack_perms",
     "pair_study",
+    "untrained_aligners",
     "run_exactness",
     "run_quality",
     "run_init",

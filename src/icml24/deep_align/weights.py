@@ -14,8 +14,9 @@ indices: ``permute(b, p)`` has its neuron ``i`` matched to neuron ``i`` of ``a``
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -91,14 +92,45 @@ class WeightBatch:
         Returns
         -------
         WeightBatch
+
+        Raises
+        ------
+        InputError
+            When the layers do not chain, the counts differ or the values are not finite floats.
         """
-        return cls(tuple(w.transpose(1, 2).contiguous() for w in weights), tuple(biases))
+        if not isinstance(weights, (list, tuple)) or not isinstance(biases, (list, tuple)):
+            raise InputError("weights and biases must be lists of tensors, one per layer")
+        if len(weights) != len(biases):
+            raise InputError(f"weights has {len(weights)} layers but biases has {len(biases)}")
+        for k, w in enumerate(weights):
+            if not isinstance(w, torch.Tensor) or w.dim() != 3:
+                raise InputError(f"weights[{k}] must be a (B, d_out, d_in) tensor")
+        wb = cls(tuple(w.transpose(1, 2).contiguous() for w in weights), tuple(biases))
+        check_weight_batch(wb, "weights")
+        return wb
 
     @staticmethod
     def cat(batches: Sequence["WeightBatch"]) -> "WeightBatch":
-        """Concatenate batches of one architecture along the network axis."""
+        """Concatenate batches of one architecture along the network axis.
+
+        Parameters
+        ----------
+        batches : sequence of WeightBatch
+            At least one, all of one architecture.
+
+        Returns
+        -------
+        WeightBatch
+        """
+        if not isinstance(batches, (list, tuple)):
+            raise InputError(f"batches must be a list of WeightBatch, got {type(batches).__name__}")
         if not batches:
-            raise InputError("cannot concatenate an empty list of weight batches")
+            raise InputError("batches is empty: cannot concatenate an empty list of weight batches")
+        for i, b in enumerate(batches):
+            if not isinstance(b, WeightBatch):
+                raise InputError(f"batches[{i}] must be a WeightBatch, got {type(b).__name__}")
+            if b.widths != batches[0].widths:
+                raise InputError(f"batches[{i}] has widths {b.widths}, but batches[0] has {batches[0].widths}")
         n = len(batches[0].weights)
         return WeightBatch(
             tuple(torch.cat([b.weights[k] for b in batches]) for k in range(n)),
@@ -107,9 +139,98 @@ class WeightBatch:
 
 
 # ------------------------------------------------------------------------------------------ conversion
+# Elementwise modules: they commute with any permutation of the neurons they act on, so an MLP built with them
+# has the hidden-neuron permutation symmetry whatever the activation (Dropout is elementwise as well).
+ELEMENTWISE = (
+    nn.ReLU,
+    nn.GELU,
+    nn.Tanh,
+    nn.SiLU,
+    nn.LeakyReLU,
+    nn.ELU,
+    nn.SELU,
+    nn.CELU,
+    nn.Sigmoid,
+    nn.Softplus,
+    nn.Mish,
+    nn.Hardtanh,
+    nn.Hardswish,
+    nn.Hardsigmoid,
+    nn.ReLU6,
+    nn.Identity,
+    nn.Dropout,
+)
+
+
+def mlp_linears(net: object, name: str = "net") -> list[nn.Linear]:
+    """The Linear layers of an MLP as users write it, in order, after checking that it is one.
+
+    Accepted: any ``nn.Module`` (an ``nn.Sequential`` or a class of your own) whose leaf modules, in
+    registration order, are an optional leading ``nn.Flatten``, then Linear layers chained by width, with only
+    elementwise modules (:data:`ELEMENTWISE`: ReLU, GELU, Tanh, SiLU, LeakyReLU, ..., Dropout) between them;
+    ``bias=False`` layers are allowed. A module of your own must apply its Linear layers in the order it
+    registers them (activations given as functions in ``forward`` are fine); the permutation symmetry does not
+    depend on the activation.
+
+    Parameters
+    ----------
+    net : object
+    name : str, default "net"
+        The argument's name in messages.
+
+    Returns
+    -------
+    list of nn.Linear
+        At least two: the network has at least one hidden layer.
+
+    Raises
+    ------
+    InputError
+        Naming ``name`` (and the offending module), when ``net`` is not such an MLP, its parameters are not
+        finite floats of one dtype.
+    """
+    if not isinstance(net, nn.Module):
+        raise InputError(
+            f"{name} must be a torch.nn.Module MLP (Linear layers and elementwise activations), got "
+            f"{type(net).__name__}"
+        )
+    leaves = [(n, m) for n, m in net.named_modules() if not any(True for _ in m.children())]
+    linears: list[nn.Linear] = []
+    for n, m in leaves:
+        where = f"{name}.{n}" if n else name
+        if type(m) is nn.Linear:
+            if linears and m.in_features != linears[-1].out_features:
+                raise InputError(
+                    f"{where} takes {m.in_features} inputs but the previous layer gives {linears[-1].out_features}"
+                )
+            linears.append(m)
+        elif isinstance(m, nn.Flatten):
+            if linears:
+                raise InputError(f"{where} is a Flatten after a Linear layer", "Flatten may only come first")
+        elif not isinstance(m, ELEMENTWISE):
+            raise InputError(
+                f"{where} is {type(m).__name__}, expected Linear, Flatten or an elementwise activation",
+                "Deep-Align here aligns MLPs of Linear layers and elementwise activations",
+            )
+    if len(linears) < 2:
+        raise InputError(
+            f"{name} must have at least two Linear layers (one hidden layer), got {len(linears)}",
+            "give an MLP such as nn.Sequential(Linear, ReLU, Linear)",
+        )
+    dtypes = set()
+    for p in net.parameters():
+        if not torch.is_floating_point(p):
+            raise InputError(f"{name} has parameters of dtype {p.dtype}, expected floating point")
+        if not bool(torch.isfinite(p.detach()).all()):
+            raise InputError(f"{name} has non-finite (NaN or inf) parameters", "align trained, finite networks")
+        dtypes.add(p.dtype)
+    if len(dtypes) > 1:
+        raise InputError(f"{name} mixes parameter dtypes {sorted(map(str, dtypes))}", "convert it with .to(dtype)")
+    return linears
+
+
 def check_mlp(net: object, name: str = "net") -> tuple[int, ...]:
-    """Validate ``net`` as ``nn.Sequential(Linear, ReLU, Linear, ..., ReLU, Linear)`` with biases and at least
-    one hidden layer.
+    """Validate ``net`` as an MLP (see :func:`mlp_linears`) and return its widths.
 
     Parameters
     ----------
@@ -127,46 +248,54 @@ def check_mlp(net: object, name: str = "net") -> tuple[int, ...]:
     InputError
         Naming ``name`` (and the offending layer), when ``net`` is not such an MLP.
     """
-    if not isinstance(net, nn.Sequential):
-        raise InputError(f"{name} must be a torch.nn.Sequential of Linear and ReLU layers, got {type(net).__name__}")
-    mods = list(net)
-    if len(mods) < 3 or len(mods) % 2 == 0:
+    ls = mlp_linears(net, name)
+    return (ls[0].in_features,) + tuple(m.out_features for m in ls)
+
+
+def module_dtype(net: nn.Module) -> torch.dtype:
+    """The dtype of a network's parameters (validated by :func:`mlp_linears`).
+
+    Parameters
+    ----------
+    net : nn.Module
+
+    Returns
+    -------
+    torch.dtype
+    """
+    return next(net.parameters()).dtype
+
+
+def check_same_dtype(a: nn.Module, b: nn.Module, names: tuple[str, str] = ("a", "b")) -> None:
+    """Refuse two networks whose parameter dtypes differ.
+
+    Parameters
+    ----------
+    a, b : nn.Module
+        Two networks accepted by :func:`mlp_linears`.
+    names : tuple of str, default ("a", "b")
+        Their names in messages.
+
+    Raises
+    ------
+    InputError
+        Naming ``names[1]``, when the dtypes differ.
+    """
+    da, db = module_dtype(a), module_dtype(b)
+    if da != db:
         raise InputError(
-            f"{name} must alternate Linear, ReLU, ..., Linear with at least one hidden layer (got {len(mods)} modules)"
+            f"{names[1]} has dtype {db} but {names[0]} has {da}", f"convert both to one dtype, e.g. {names[1]}.to({da})"
         )
-    widths: list[int] = []
-    for i, m in enumerate(mods):
-        if i % 2 == 0:
-            if type(m) is not nn.Linear:
-                raise InputError(
-                    f"{name}[{i}] is {type(m).__name__}, expected Linear",
-                    "Deep-Align here aligns MLPs of Linear and ReLU layers only",
-                )
-            if m.bias is None:
-                raise InputError(f"{name}[{i}] is a Linear layer without bias", "use bias=True")
-            if widths and m.in_features != widths[-1]:
-                raise InputError(f"{name}[{i}] takes {m.in_features} inputs but the previous layer gives {widths[-1]}")
-            if not widths:
-                widths.append(m.in_features)
-            widths.append(m.out_features)
-        elif type(m) is not nn.ReLU:
-            raise InputError(
-                f"{name}[{i}] is {type(m).__name__}, expected ReLU",
-                "Deep-Align here aligns MLPs of Linear and ReLU layers only",
-            )
-    for p in net.parameters():
-        if not torch.is_floating_point(p) or not torch.isfinite(p).all():
-            raise InputError(f"{name} has non-finite or non-float parameters")
-    return tuple(widths)
 
 
-def from_sequential(nets: nn.Sequential | Iterable[nn.Sequential], name: str = "nets") -> WeightBatch:
+def from_sequential(nets: nn.Module | Iterable[nn.Module], name: str = "nets") -> WeightBatch:
     """Stack one or several MLPs of the same architecture into a :class:`WeightBatch`.
 
     Parameters
     ----------
-    nets : nn.Sequential or iterable of nn.Sequential
-        MLPs of Linear and ReLU layers (see :func:`check_mlp`), of one architecture.
+    nets : nn.Module or iterable of nn.Module
+        MLPs of Linear layers and elementwise activations (see :func:`mlp_linears`), of one architecture;
+        ``bias=False`` layers give zero biases.
     name : str, default "nets"
         The argument's name in messages.
 
@@ -177,20 +306,114 @@ def from_sequential(nets: nn.Sequential | Iterable[nn.Sequential], name: str = "
     """
     if isinstance(nets, nn.Module):
         nets = [nets]
+    elif isinstance(nets, (str, bytes, dict)) or not isinstance(nets, Iterable):
+        raise InputError(f"{name} must be an nn.Module MLP or a list of them, got {type(nets).__name__}")
     nets = list(nets)
     if not nets:
         raise InputError(f"{name} is empty", "give at least one network")
-    widths = [check_mlp(n, f"{name}[{i}]" if len(nets) > 1 else name) for i, n in enumerate(nets)]
+    linears = [mlp_linears(n, f"{name}[{i}]" if len(nets) > 1 else name) for i, n in enumerate(nets)]
+    widths = [(ls[0].in_features,) + tuple(m.out_features for m in ls) for ls in linears]
     for i, w in enumerate(widths):
         if w != widths[0]:
             raise InputError(
                 f"{name}[{i}] has widths {w}, but {name}[0] has {widths[0]}", "all networks must share one architecture"
             )
-    linears = [[m for m in n if isinstance(m, nn.Linear)] for n in nets]
     M = len(linears[0])
+
+    def bias(m: nn.Linear) -> torch.Tensor:
+        return m.bias.detach().float() if m.bias is not None else torch.zeros(m.out_features)
+
     weights = tuple(torch.stack([ls[k].weight.detach().T.float() for ls in linears]) for k in range(M))
-    biases = tuple(torch.stack([ls[k].bias.detach().float() for ls in linears]) for k in range(M))
+    biases = tuple(torch.stack([bias(ls[k]) for ls in linears]) for k in range(M))
     return WeightBatch(weights, biases)
+
+
+def from_state_dict(state: Mapping[str, torch.Tensor], name: str = "state") -> WeightBatch:
+    """One MLP given as a state dict (``net.state_dict()``, or a checkpoint read with ``torch.load``) as a
+    :class:`WeightBatch`.
+
+    The entries, in order, must be the 2-D ``*.weight`` of Linear layers (``nn.Linear``'s ``(out, in)``
+    orientation), each optionally followed by its ``*.bias``; the layers must chain by width.
+
+    Parameters
+    ----------
+    state : mapping of str to torch.Tensor
+    name : str, default "state"
+        The argument's name in messages.
+
+    Returns
+    -------
+    WeightBatch
+        One network, float32 (missing biases are zero).
+
+    Raises
+    ------
+    InputError
+        Naming ``name`` and the offending key.
+    """
+    if not isinstance(state, Mapping):
+        raise InputError(f"{name} must be a state dict (a mapping of names to tensors), got {type(state).__name__}")
+    weights: list[torch.Tensor] = []
+    biases: list[torch.Tensor | None] = []
+    last = None
+    for key, t in state.items():
+        if not isinstance(t, torch.Tensor):
+            raise InputError(f"{name}[{key!r}] is {type(t).__name__}, expected a tensor")
+        if str(key).endswith("weight"):
+            if t.dim() != 2:
+                raise InputError(
+                    f"{name}[{key!r}] has shape {tuple(t.shape)}, expected a 2-D Linear weight",
+                    "only MLPs of Linear layers are supported",
+                )
+            if weights and t.shape[1] != weights[-1].shape[0]:
+                raise InputError(
+                    f"{name}[{key!r}] takes {t.shape[1]} inputs, the previous layer gives {weights[-1].shape[0]}"
+                )
+            weights.append(t)
+            biases.append(None)
+            last = str(key)[: -len("weight")]
+        elif str(key).endswith("bias") and last is not None and str(key)[: -len("bias")] == last and biases[-1] is None:
+            if t.shape != (weights[-1].shape[0],):
+                raise InputError(f"{name}[{key!r}] has shape {tuple(t.shape)}, expected ({weights[-1].shape[0]},)")
+            biases[-1] = t
+        else:
+            raise InputError(
+                f"{name}[{key!r}] is not the weight or bias of a Linear layer", "give the state dict of an MLP"
+            )
+    if len(weights) < 2:
+        raise InputError(f"{name} must hold at least two Linear layers (one hidden layer), got {len(weights)}")
+    for t in weights + [b for b in biases if b is not None]:
+        if not torch.is_floating_point(t) or not bool(torch.isfinite(t).all()):
+            raise InputError(f"{name} must hold finite floating-point tensors")
+    bs = [b if b is not None else torch.zeros(w.shape[0]) for w, b in zip(weights, biases)]
+    return WeightBatch(
+        tuple(w.detach().T.float().unsqueeze(0).contiguous() for w in weights),
+        tuple(b.detach().float().unsqueeze(0) for b in bs),
+    )
+
+
+def write_into(net: nn.Module, wb: WeightBatch, index: int = 0) -> nn.Module:
+    """A deep copy of ``net`` (same class, activations, Flatten, dtype) holding network ``index`` of ``wb``.
+
+    Parameters
+    ----------
+    net : nn.Module
+        An MLP accepted by :func:`mlp_linears`, of ``wb``'s architecture.
+    wb : WeightBatch
+    index : int, default 0
+
+    Returns
+    -------
+    nn.Module
+        The copy; ``bias=False`` layers stay without bias (their biases in ``wb`` are zero).
+    """
+    out = copy.deepcopy(net)
+    with torch.no_grad():
+        for k, m in enumerate(mlp_linears(out, "net")):
+            m.weight.copy_(wb.weights[k][index].T.to(m.weight.dtype))
+            if m.bias is not None:
+                m.bias.copy_(wb.biases[k][index].to(m.bias.dtype))
+    return out
 
 
 def to_sequential(wb: WeightBatch, index: int = 0) -> nn.Sequential:
@@ -205,6 +428,8 @@ def to_sequential(wb: WeightBatch, index: int = 0) -> nn.Sequential:
     -------
     nn.Sequential
     """
+    check_weight_batch(wb, "wb")
+    index = check_int(index, "index", min_val=0, max_val=wb.size - 1)
     layers: list[nn.Module] = []
     widths = wb.widths
     for k in range(len(wb.weights)):
@@ -216,6 +441,56 @@ def to_sequential(wb: WeightBatch, index: int = 0) -> nn.Sequential:
         if k < len(wb.weights) - 1:
             layers.append(nn.ReLU())
     return nn.Sequential(*layers)
+
+
+def check_weight_batch(wb: object, name: str = "nets") -> WeightBatch:
+    """Validate a :class:`WeightBatch`: layer shapes that chain, at least one hidden layer, finite floats.
+
+    Parameters
+    ----------
+    wb : object
+    name : str, default "nets"
+        The argument's name in messages.
+
+    Returns
+    -------
+    WeightBatch
+        ``wb`` itself.
+
+    Raises
+    ------
+    InputError
+        Naming ``name`` and the offending layer.
+    """
+    if not isinstance(wb, WeightBatch):
+        raise InputError(f"{name} must be a WeightBatch, got {type(wb).__name__}")
+    if not isinstance(wb.weights, (tuple, list)) or not isinstance(wb.biases, (tuple, list)):
+        raise InputError(f"{name}: weights and biases must be tuples of tensors")
+    if len(wb.weights) != len(wb.biases) or len(wb.weights) < 2:
+        raise InputError(
+            f"{name} must have as many bias as weight tensors and at least two layers (one hidden layer), got "
+            f"{len(wb.weights)} and {len(wb.biases)}"
+        )
+    for k, (w, b) in enumerate(zip(wb.weights, wb.biases)):
+        if not isinstance(w, torch.Tensor) or not isinstance(b, torch.Tensor):
+            raise InputError(f"{name}: layer {k} is not made of tensors")
+        if w.dim() != 3 or b.dim() != 2 or w.shape[0] != b.shape[0] or w.shape[2] != b.shape[1]:
+            raise InputError(
+                f"{name}: layer {k} has weight {tuple(w.shape)} and bias {tuple(b.shape)}",
+                "expected (B, d_in, d_out) and (B, d_out)",
+            )
+        if k and (w.shape[1] != wb.weights[k - 1].shape[2] or w.shape[0] != wb.weights[0].shape[0]):
+            raise InputError(
+                f"{name}: layer {k} has weight {tuple(w.shape)}, layer {k - 1} gives {tuple(wb.weights[k - 1].shape)}"
+            )
+        if w.numel() == 0:
+            raise InputError(f"{name}: layer {k} is empty", "give at least one network of non-zero widths")
+        for t in (w, b):
+            if not torch.is_floating_point(t):
+                raise InputError(f"{name}: layer {k} has dtype {t.dtype}, expected floating point")
+            if not bool(torch.isfinite(t).all()):
+                raise InputError(f"{name}: layer {k} has non-finite (NaN or inf) values")
+    return wb
 
 
 def check_same_architecture(a: WeightBatch, b: WeightBatch, names: tuple[str, str] = ("a", "b")) -> None:
@@ -268,7 +543,7 @@ def check_perms(
         When ``perms`` is not a list of one tensor per hidden layer, or a tensor is not integer, has the wrong
         shape or is not a permutation of ``0 .. d - 1``.
     """
-    if isinstance(perms, torch.Tensor) or len(perms) != len(hidden):
+    if not isinstance(perms, (list, tuple)) or len(perms) != len(hidden):
         raise InputError(f"{name} must be a list of {len(hidden)} index tensors, one per hidden layer")
     out = []
     for l, (p, d) in enumerate(zip(perms, hidden)):
@@ -543,20 +818,20 @@ def barrier_and_auc(alphas: torch.Tensor, losses: torch.Tensor) -> tuple[torch.T
     return excess.max(dim=1).values, auc
 
 
-def mlp_permute(net: nn.Sequential, perms: Sequence[torch.Tensor]) -> nn.Sequential:
+def mlp_permute(net: nn.Module, perms: Sequence[torch.Tensor]) -> nn.Module:
     """``net`` with its hidden neurons permuted; the function computed is unchanged.
 
     Parameters
     ----------
-    net : nn.Sequential
-        An MLP of Linear and ReLU layers (see :func:`check_mlp`).
+    net : nn.Module
+        An MLP (see :func:`mlp_linears`: any elementwise activation, a leading Flatten, bias-free layers).
     perms : sequence of torch.Tensor
         One index permutation ``(d,)`` or ``(1, d)`` per hidden layer: neuron ``i`` of hidden layer ``l``
         becomes old neuron ``perms[l][i]``.
 
     Returns
     -------
-    nn.Sequential
+    nn.Module
         A new network.
 
     Raises
@@ -566,18 +841,16 @@ def mlp_permute(net: nn.Sequential, perms: Sequence[torch.Tensor]) -> nn.Sequent
     """
     wb = from_sequential(net, "net")
     ps = check_perms(perms, wb.hidden, 1)
-    return to_sequential(permute_hard(wb, ps))
+    return write_into(net, permute_hard(wb, ps))
 
 
-def mlp_merge(
-    a: nn.Sequential, b: nn.Sequential, alpha: float = 0.5, perms: Sequence[torch.Tensor] | None = None
-) -> nn.Sequential:
+def mlp_merge(a: nn.Module, b: nn.Module, alpha: float = 0.5, perms: Sequence[torch.Tensor] | None = None) -> nn.Module:
     """``alpha * a + (1 - alpha) * permute(b, perms)`` as a new network.
 
     Parameters
     ----------
-    a, b : nn.Sequential
-        MLPs of Linear and ReLU layers of one architecture.
+    a, b : nn.Module
+        MLPs (see :func:`mlp_linears`) of one architecture and dtype.
     alpha : float, default 0.5
         Weight of ``a``.
     perms : sequence of torch.Tensor, optional
@@ -586,7 +859,7 @@ def mlp_merge(
 
     Returns
     -------
-    nn.Sequential
+    nn.Module
         The merged network.
 
     Raises
@@ -595,12 +868,13 @@ def mlp_merge(
         When ``alpha`` is not a finite real number, ``a`` or ``b`` is not such an MLP, their architectures differ, or
         ``perms`` are not permutations of the hidden widths.
     """
-    alpha = check_float(alpha, "alpha")
     wa, wb = from_sequential(a, "a"), from_sequential(b, "b")
     check_same_architecture(wa, wb)
+    check_same_dtype(a, b)
+    alpha = check_float(alpha, "alpha")
     if perms is not None:
         wb = permute_hard(wb, check_perms(perms, wb.hidden, 1))
-    return to_sequential(lerp(wa, wb, float(alpha)))
+    return write_into(a, lerp(wa, wb, float(alpha)))
 
 
 # ------------------------------------------------------------------------------------------------ model zoos
@@ -687,7 +961,9 @@ class Zoo:
         -------
         Zoo
         """
-        wb = from_sequential(list(nets), "nets")
+        if not isinstance(data, Split):
+            raise InputError(f"data must be an icml24.data.Split, got {type(data).__name__}")
+        wb = from_sequential(nets, "nets")
         return cls(wb, data, split_networks(wb.size, val, test, seed))
 
 
@@ -730,9 +1006,16 @@ def train_zoo(
 
 __all__ = [
     "WeightBatch",
+    "ELEMENTWISE",
+    "mlp_linears",
     "check_mlp",
+    "module_dtype",
+    "check_same_dtype",
     "from_sequential",
+    "from_state_dict",
+    "write_into",
     "to_sequential",
+    "check_weight_batch",
     "check_same_architecture",
     "check_perms",
     "permute_hard",
