@@ -52,13 +52,21 @@ def test_ppca_claims():
     m = check_claim(
         paper.PPCA,
         [
-            {"mpd_gap": 1.0},  # worse than PGD at the end, and far from the MLE
-            {"mpd_mean_gap": 99.0},  # worse over the run
-            {"mpd_evals_to_tol": 10_000.0},  # later to the tolerance
+            {"log_gap_gain": -0.1},  # PGD closer to the MLE over the run
+            {"log_gap_gain_se": 1.0},  # the gain over the run is within noise
+            {"evals_gain": -50.0},  # later to the tolerance
+            {"evals_gain_se": 1e4},  # earlier only within noise
+            {"mpd_mean_gap": 99.0},  # worse on average over the run
+            {"mpd_gap_max": 0.5},  # some replicate does not end at the MLE
             {"pgd_x10_gap": 0.5},  # the tuned peer does not reach the MLE
         ],
     )
-    assert m["em_gap_100"] < 1e-3
+    assert m["em_gap_100"] < 1e-2 and m["replicates"] >= 8
+    assert m["mpd_closer_frac"] >= 0.5
+    # a copy of PGD (same traces on every replicate): zero paired gains, equal means -- must not pass
+    pgd_copy = {k.replace("pgd_", "mpd_", 1): v for k, v in m.items() if k.startswith("pgd_") and "x10" not in k}
+    copy = {**m, **pgd_copy, "log_gap_gain": 0.0, "evals_gain": 0.0, "final_gap_gain": 0.0}
+    assert paper.PPCA.judge(copy) is False
     # the finding: a PGD with a 10x theta step is faster; a faster MPD would contradict it
     check_claim(paper.PPCA_TUNED, [{"mpd_evals_to_tol": m["pgd_x10_evals_to_tol"] + 1.0}], expect=False)
     assert paper.PPCA_TUNED.judge({**m, "mpd_evals_to_tol": 1.0}) is True

@@ -18,7 +18,7 @@ from ..runs import save_figure
 from ..validation import check_int
 from ._data import mnist_split, ppca_data, toy_data
 from .baselines import ABP, PGD, ppca_em, toy_em
-from .models import PPCA, GeneratorNet, ToyHierarchical, ppca_mle
+from .models import PPCA, GeneratorNet, ToyHierarchical, ppca_log_likelihood, ppca_mle
 from .mpd import MPD, sample_posterior
 
 __all__ = [
@@ -192,12 +192,45 @@ def run_regimes(scale: Scale, seed: int) -> dict[str, float]:
     return m
 
 
+class _StackedPPCA(torch.nn.Module):
+    """``R`` independent PPCA problems side by side (as :class:`ToyHierarchical` with replicates): parameters
+    ``W (R, D, q)``, ``mu (R, D)``, ``log sigma (R,)``, latents ``(n_particles, n_data, R q)`` and data
+    ``(n_data, R D)``; the log density is the sum over replicates, so every particle method's update (without a
+    preconditioner) is exactly ``R`` independent runs."""
+
+    def __init__(self, inits: list[PPCA]) -> None:
+        super().__init__()
+        self.R, self.q, self.D = len(inits), inits[0].latent_dim, inits[0].data_dim
+        self.latent_dim = self.R * self.q
+        with torch.no_grad():
+            self.W = torch.nn.Parameter(torch.stack([m.W.detach().clone() for m in inits]))
+            self.mu = torch.nn.Parameter(torch.stack([m.mu.detach().clone() for m in inits]))
+            self.log_sigma = torch.nn.Parameter(torch.stack([m.log_sigma.detach().clone() for m in inits]))
+
+    def forward(self, x, y):
+        p, n = x.shape[0], x.shape[1]
+        xr = x.reshape(p, n, self.R, self.q)
+        resid = y.reshape(n, self.R, self.D) - torch.einsum("pnrq,rdq->pnrd", xr, self.W) - self.mu
+        s2 = torch.exp(2 * self.log_sigma)
+        prior = -0.5 * (xr**2).sum(-1) - 0.5 * self.q * math.log(2 * math.pi)
+        lik = -0.5 * (resid**2).sum(-1) / s2 - self.D * (self.log_sigma + 0.5 * math.log(2 * math.pi))
+        return (prior + lik).sum(-1)
+
+    def log_likelihoods(self, ys: list[torch.Tensor]) -> list[float]:
+        with torch.no_grad():
+            return [
+                ppca_log_likelihood(ys[r], self.W[r], self.mu[r], float(torch.exp(2 * self.log_sigma[r])))
+                for r in range(self.R)
+            ]
+
+
 def ppca_runs(
     *,
     n_data: int,
     n_particles: int,
     evals: int,
     seed: int,
+    replicates: int = 1,
     records: int = 20,
     h_x: float = 1e-2,
     gamma_theta: float = 0.1,
@@ -206,11 +239,15 @@ def ppca_runs(
     pgd_theta_factors: tuple[float, ...] = (1.0, 10.0),
 ) -> dict:
     """MPD, PGD (its theta step times each factor) and EM on probabilistic PCA (D = 8, q = 2), at an equal
-    budget of gradient evaluations; the exact log-likelihood per datum, minus the closed-form MLE's, is traced.
+    budget of gradient evaluations, on ``replicates`` independent data sets (each with its own initial
+    parameters, run side by side); the exact log-likelihood per datum, minus the closed-form MLE's, is traced.
 
     Parameters
     ----------
     n_data, n_particles, evals, seed : int
+    replicates : int, default 1
+        Independent data sets (replicate ``r`` of ``seed``: data seed ``1000 seed + r``, initial parameters seed
+        ``1000 seed + 500 + r``).
     records : int, default 20
     h_x : float, default 1e-2
         Particle step of both; the shared theta step is ``h_x / n_data`` (the toy script's convention).
@@ -222,15 +259,22 @@ def ppca_runs(
     Returns
     -------
     dict
-        ``"gaps"``: method -> (evals, gap per datum) arrays; ``"mle_per_datum"``, ``"em_gaps"``, ``"seconds"``.
+        ``"gaps"``: method -> (evals ``(n_records,)``, gap per datum ``(n_records, replicates)``) arrays, all
+        methods on the same grid of evaluations; ``"mle_per_datum"`` ``(replicates,)``, ``"em_gaps"``
+        ``(101, replicates)``, ``"seconds"``.
     """
-    y = ppca_data(n_data, seed=seed)
-    _, _, _, ll_star = ppca_mle(y, 2)
+    replicates = check_int(replicates, "replicates", min_val=1)
+    ys = [ppca_data(n_data, seed=1000 * seed + r) for r in range(replicates)]
+    ll_star = np.array([ppca_mle(y, 2)[3] for y in ys])
+    y_all = torch.cat(ys, dim=1)
     h_t = h_x / n_data
     out: dict = {"mle_per_datum": ll_star / n_data, "gaps": {}}
 
     def cb(model, _x):
-        return {"ll": model.log_likelihood(y)}
+        return {f"ll{r}": v for r, v in enumerate(model.log_likelihoods(ys))}
+
+    def init():
+        return _StackedPPCA([PPCA(8, 2, seed=1000 * seed + 500 + r) for r in range(replicates)])
 
     mpd = MPD(
         h_t,
@@ -248,47 +292,61 @@ def ppca_runs(
     for i, (name, alg, steps) in enumerate(algs):
         t = time.perf_counter()
         try:
-            fit = alg.fit(
-                PPCA(8, 2, seed=seed + 1), y, steps, seed=seed * 1000 + i, every=max(1, steps // records), callback=cb
-            )
+            fit = alg.fit(init(), y_all, steps, seed=seed * 1000 + i, every=max(1, steps // records), callback=cb)
         except ValueError:  # diverged (NaN log density): recorded as an infinite gap
-            out["gaps"][name] = (np.array([evals]), np.array([np.inf]))
+            out["gaps"][name] = (np.array([evals]), np.full((1, replicates), np.inf))
             continue
         finally:
             out["seconds"][name] = time.perf_counter() - t
-        out["gaps"][name] = (np.asarray(fit.grad_evals), (ll_star - np.asarray(fit.extra["ll"])) / n_data)
+        lls = np.stack([np.asarray(fit.extra[f"ll{r}"]) for r in range(replicates)], axis=1)
+        out["gaps"][name] = (np.asarray(fit.grad_evals), (ll_star - lls) / n_data)
     t = time.perf_counter()
-    _, _, _, lls = ppca_em(y, 2, 100, seed=seed + 1)
+    em = [np.asarray(ppca_em(y, 2, 100, seed=1000 * seed + 500 + r)[3]) for r, y in enumerate(ys)]
     out["seconds"]["em"] = time.perf_counter() - t
-    out["em_gaps"] = (ll_star - np.asarray(lls)) / n_data
+    out["em_gaps"] = (ll_star - np.stack(em, axis=1)) / n_data
     return out
 
 
 PPCA_TOL = 0.1  # nats per datum
 
 
-def _evals_to(ev: np.ndarray, gap: np.ndarray, tol: float, budget: int) -> float:
-    ok = np.nonzero(gap < tol)[0]
-    return float(ev[ok[0]]) if len(ok) else float(budget + 1)
+def _evals_to(ev: np.ndarray, gap: np.ndarray, tol: float, budget: int) -> np.ndarray:
+    """Per replicate (column of ``gap``): the first recorded evaluation count with a gap below ``tol``;
+    ``budget + 1`` when never (censored)."""
+    inside = gap < tol
+    first = ev[np.argmax(inside, axis=0)]
+    return np.where(inside.any(axis=0), first, budget + 1).astype(float)
 
 
 def run_ppca(scale: Scale, seed: int) -> dict[str, float]:
     """Claim ``ppca``: MPD vs PGD at equal gradient evaluations on probabilistic PCA, both with the toy script's
-    step convention (h_x = 1e-2, h_theta = h_x / n_data); a PGD with a 10x theta step and EM reported beside.
+    step convention (h_x = 1e-2, h_theta = h_x / n_data), on independent replicate data sets compared pairwise;
+    a PGD with a 10x theta step and EM reported beside.
 
     Parameters
     ----------
     scale : Scale
-        SMOKE: 200 data, 5 particles, 800 evaluations; QUICK: 500, 5, 1000; PAPER: 500, 100, 4000.
+        SMOKE: 200 data, 5 particles, 800 evaluations, 10 replicates; QUICK: 500, 5, 1000, 10;
+        PAPER: 500, 100, 4000, 20.
     seed : int
 
     Returns
     -------
     dict of str to float
-        Gaps per datum to the closed-form MLE (final: mean of the last quarter of the trace), evaluations to
-        reach a gap below 0.1 nats per datum (budget + 1 when never).
+        Per method, means over replicates of the final gap per datum to the closed-form MLE (``_gap``: mean of
+        the last quarter of the trace; ``_gap_max`` the worst replicate), of the mean gap over the run
+        (``_mean_gap``) and of the mean log10 gap over the run (``_mean_log_gap``), and the median evaluations to
+        reach a gap below 0.1 nats per datum (``_evals_to_tol``, budget + 1 when never). Paired over replicates,
+        PGD minus MPD with standard errors (``_se``): ``log_gap_gain`` (mean log10 gap over the run),
+        ``evals_gain`` (evaluations to the tolerance), ``final_gap_gain`` (final gap); ``mpd_closer_frac``, the
+        share of replicates where MPD's mean log gap is the lower.
     """
     return dict(_ppca_metrics(Scale.parse(scale).value, seed))
+
+
+def _paired_replicates(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    return float(d.mean()), float(d.std(ddof=1) / math.sqrt(len(d))) if len(d) > 1 else float("inf")
 
 
 @functools.lru_cache(maxsize=16)
@@ -298,15 +356,40 @@ def _ppca_metrics(scale_name: str, seed: int) -> dict[str, float]:
     n = scale.pick(200, 500, 500)
     parts = scale.pick(5, 5, 100)
     evals = scale.pick(800, 1000, 4000)
-    runs = ppca_runs(n_data=n, n_particles=parts, evals=evals, seed=seed)
-    m: dict[str, float] = {"n_data": n, "evals": evals, "mle_per_datum": runs["mle_per_datum"], "tol": PPCA_TOL}
+    reps = scale.pick(10, 10, 20)
+    runs = ppca_runs(n_data=n, n_particles=parts, evals=evals, seed=seed, replicates=reps)
+    m: dict[str, float] = {
+        "n_data": n,
+        "evals": evals,
+        "replicates": reps,
+        "mle_per_datum": float(np.mean(runs["mle_per_datum"])),
+        "tol": PPCA_TOL,
+    }
+    per: dict[str, dict[str, np.ndarray]] = {}
     for name, (ev, gap) in runs["gaps"].items():
         tail = gap[-max(1, len(gap) // 4) :]
-        m[f"{name}_gap"] = float(np.mean(tail))
-        m[f"{name}_evals_to_tol"] = _evals_to(ev, gap, PPCA_TOL, evals)
-        m[f"{name}_mean_gap"] = float(np.mean(np.minimum(gap[1:], 100.0)))
-    m["em_gap_100"] = float(runs["em_gaps"][-1])
-    m["em_steps_to_tol"] = float(_evals_to(np.arange(len(runs["em_gaps"])), runs["em_gaps"], PPCA_TOL, 100))
+        run = np.minimum(gap[1:], 100.0) if len(gap) > 1 else gap
+        per[name] = {
+            "final": tail.mean(0),
+            "to_tol": _evals_to(ev, gap, PPCA_TOL, evals),
+            "mean": run.mean(0),
+            "log": np.log10(np.maximum(run, 1e-6)).mean(0),
+        }
+        m[f"{name}_gap"] = float(per[name]["final"].mean())
+        m[f"{name}_gap_max"] = float(per[name]["final"].max())
+        m[f"{name}_evals_to_tol"] = float(np.median(per[name]["to_tol"]))
+        m[f"{name}_mean_gap"] = float(per[name]["mean"].mean())
+        m[f"{name}_mean_log_gap"] = float(per[name]["log"].mean())
+    if not np.array_equal(runs["gaps"]["mpd"][0], runs["gaps"]["pgd"][0]):
+        raise RuntimeError("MPD and PGD were recorded at different gradient-evaluation counts")
+    mpd, pgd = per["mpd"], per["pgd"]
+    m["log_gap_gain"], m["log_gap_gain_se"] = _paired_replicates(pgd["log"], mpd["log"])
+    m["evals_gain"], m["evals_gain_se"] = _paired_replicates(pgd["to_tol"], mpd["to_tol"])
+    m["final_gap_gain"], m["final_gap_gain_se"] = _paired_replicates(pgd["final"], mpd["final"])
+    m["mpd_closer_frac"] = float(np.mean(mpd["log"] < pgd["log"]))
+    m["em_gap_100"] = float(runs["em_gaps"][-1].max())
+    em_steps = _evals_to(np.arange(len(runs["em_gaps"])), runs["em_gaps"], PPCA_TOL, 100)
+    m["em_steps_to_tol"] = float(np.median(em_steps))
     return m
 
 

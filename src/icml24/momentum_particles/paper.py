@@ -56,12 +56,18 @@ REGIMES = Claim(
 
 
 # -------------------------------------------------------------------------------------------------- ppca
+PPCA_LOG_SE = 3.0  # the paired gain in mean log10 gap over the run is at least 3 standard errors (over replicates)
+PPCA_EVALS_SE = 1.0  # the paired gain in evaluations to the tolerance is at least 1 standard error
+
+
 def _holds_ppca(m: Mapping[str, float]) -> bool:
     return bool(
-        m["mpd_gap"] <= m["pgd_gap"]
+        m["log_gap_gain"] > 0.0
+        and m["log_gap_gain"] >= PPCA_LOG_SE * m["log_gap_gain_se"]
+        and m["evals_gain"] > 0.0
+        and m["evals_gain"] >= PPCA_EVALS_SE * m["evals_gain_se"]
         and m["mpd_mean_gap"] < m["pgd_mean_gap"]
-        and m["mpd_evals_to_tol"] <= m["pgd_evals_to_tol"]
-        and m["mpd_gap"] <= PPCA_TOL
+        and m["mpd_gap_max"] <= PPCA_TOL
         and m["pgd_x10_gap"] <= PPCA_TOL
     )
 
@@ -69,17 +75,19 @@ def _holds_ppca(m: Mapping[str, float]) -> bool:
 PPCA = Claim(
     key=f"{SLUG}/ppca",
     statement=(
-        "On probabilistic PCA (D = 8, q = 2, theta = (W, mu, log sigma)), at an equal budget of gradient "
-        "evaluations and the toy script's step convention for both (h_x = 1e-2, h_theta = h_x / n_data), MPD "
-        "(gamma_theta 0.1, target momentum 0.9) ends with an exact log-likelihood at least PGD's, is closer to the "
-        "closed-form MLE on average over the run, reaches a gap below "
-        f"{PPCA_TOL:g} nats per datum no later, and ends within it; a PGD with a 10x theta step also ends within it "
-        "(the gaps of PGD and of EM are reported)."
+        "On probabilistic PCA (D = 8, q = 2, theta = (W, mu, log sigma); independent replicate data sets per seed, "
+        "each with its own initial parameters), at an equal budget of gradient evaluations and the toy script's "
+        "step convention for both (h_x = 1e-2, h_theta = h_x / n_data), MPD (gamma_theta 0.1, target momentum 0.9) "
+        "is closer to the closed-form MLE over the run than PGD: paired over replicates, its mean log10 gap per "
+        f"datum over the run is lower by at least {PPCA_LOG_SE:g} standard errors, it reaches a gap below "
+        f"{PPCA_TOL:g} nats per datum in fewer gradient evaluations (by at least {PPCA_EVALS_SE:g} standard error), "
+        "its mean gap over the run is the lower, and it ends within that tolerance on every replicate; a PGD with "
+        "a 10x theta step also ends within it on average (the final gaps of MPD, PGD and EM are reported)."
     ),
     run="experiments:run_ppca",
     holds=_holds_ppca,
-    headline="mpd_gap",
-    baseline="pgd_gap",
+    headline="mpd_mean_log_gap",
+    baseline="pgd_mean_log_gap",
     paper="not in the paper; the natural closed-form check of 'MPD >= PGD at equal cost' (toy convention of steps)",
 )
 
@@ -101,11 +109,12 @@ PPCA_TUNED = Claim(
     paper="reviewers of the ICLR version: gains over a tuned PGD are modest",
     expected=False,
     finding=(
-        "Does not reproduce: at quick scale (500 data, 5 particles, 1000 evaluations) MPD reaches a gap of 0.1 nats "
-        "per datum after 750 / 500 / 400 evaluations on seeds 0 / 1 / 2, PGD with a 10x theta step after "
-        "250 / 250 / 200, and ends as close (final gaps 0.037 / 0.006 / 0.022 for MPD, 0.031 / 0.004 / 0.017 for "
-        "PGD x10; smoke: 560 / 640 / 400 vs 240 / 200 / 200). MPD's advantage holds against PGD at a shared step; "
-        "a plain PGD with a larger theta step is faster on this well-conditioned problem (a 30x step diverges)."
+        "Does not reproduce: at quick scale (500 data, 5 particles, 1000 evaluations, 10 replicate data sets) MPD "
+        "reaches a gap of 0.1 nats per datum after a median 400 / 375 / 450 evaluations on seeds 0 / 1 / 2, PGD with "
+        "a 10x theta step after 200 / 200 / 200, and ends as close (mean final gaps 0.015 / 0.018 / 0.017 for MPD, "
+        "0.017 / 0.018 / 0.018 for PGD x10; smoke: 400 / 400 / 420 vs 200 / 180 / 220). MPD's advantage holds "
+        "against PGD at a shared step; a plain PGD with a larger theta step is faster on this well-conditioned "
+        "problem (a 30x step is unstable: final gaps 0.13 to 78 nats per datum over the quick seed-0 replicates)."
     ),
 )
 
