@@ -41,6 +41,15 @@ def test_package_shape(slug):
 
 
 @pytest.mark.parametrize("slug", IMPLEMENTED)
+def test_every_package_walks_its_public_api_with_bad_input(slug):
+    """Each method's tests hold a bad-input module built on the shared harness that checks coverage of __all__."""
+    path = SRC.parents[1] / "tests" / slug / "test_bad_inputs.py"
+    assert path.exists(), f"{slug}: add tests/{slug}/test_bad_inputs.py (icml24.testing.bad / assert_refuses)"
+    text = path.read_text()
+    assert "assert_refuses" in text and "coverage_gaps" in text, f"{slug}: use assert_refuses and coverage_gaps"
+
+
+@pytest.mark.parametrize("slug", IMPLEMENTED)
 def test_paper_and_cli_are_light(slug):
     """paper.py and cli.py import only the core at module level (icml24 list and --help read them)."""
     for name in ("paper.py", "cli.py"):
