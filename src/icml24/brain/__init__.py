@@ -1,0 +1,44 @@
+"""BRAIn: Bayesian reward-conditioned amortized inference (Pandey et al., ICML 2024, arXiv 2402.02479).
+
+Distils the reward-conditioned posterior ``p(y|x) exp(r(x, y) / beta) / Z(x)`` into a causal LM with the
+self-normalised importance-sampling loss ``-sum_i stopgrad(alpha_i) log beta_hat_i`` (target weights with a
+self-normalised baseline), on any Hugging Face causal LM; DPO is its special case (two SFT samples, argmax
+targets). The un-normalised peers DPG and GDC++, the DPO loss and best-of-n distillation share the API.
+"""
+
+from .baselines import best_of_n_loss, dpg_weights, dpo_loss, gdcpp_weights
+from .brain import (
+    ESTIMATORS,
+    TARGETS,
+    BrainConfig,
+    BrainResult,
+    brain_dpo_loss,
+    brain_loss,
+    effective_sample_size,
+    estimator_loss,
+    estimator_weights,
+    policy_weights,
+    sample_responses,
+    target_weights,
+    train_brain,
+)
+
+__all__ = [
+    "ESTIMATORS",
+    "TARGETS",
+    "BrainConfig",
+    "BrainResult",
+    "brain_loss",
+    "brain_dpo_loss",
+    "estimator_loss",
+    "estimator_weights",
+    "target_weights",
+    "policy_weights",
+    "effective_sample_size",
+    "sample_responses",
+    "train_brain",
+    "dpg_weights",
+    "gdcpp_weights",
+    "dpo_loss",
+    "best_of_n_loss",
+]
