@@ -26,14 +26,38 @@ def test_paper_texts():
         assert 0 < len(claim.paper) <= 90
 
 
+def test_holds_need_the_lambdas_they_judge():
+    # a run that measured no lambda on the judged side cannot pass vacuously
+    assert (
+        paper.holds_dpo_interpolation({"lam2_kl_dera_to_dpo_retrained": 0.1, "lam2_kl_interp_to_dpo_retrained": 1.0})
+        is False
+    )
+    low = {"lam0.5_kl_dera_to_dpo_retrained": 0.01, "lam0.5_kl_interp_to_dpo_retrained": 1.0}
+    assert paper.holds_dpo_realignment({**low, "lam0.5_kl_ref_to_dpo_retrained": 1.0}) is False
+    assert paper.holds_realignment({}) is False
+
+
+def test_dpo_interpolation_judges_the_geometric_mean_and_reports_the_strict_count():
+    # quick scale, seed 0: DeRa loses at lambda 0.5 and wins at 0.25; the geometric mean of the ratios is 0.70
+    m = {
+        "lam0.25_kl_dera_to_dpo_retrained": 0.0074,
+        "lam0.25_kl_interp_to_dpo_retrained": 0.0232,
+        "lam0.5_kl_dera_to_dpo_retrained": 0.0510,
+        "lam0.5_kl_interp_to_dpo_retrained": 0.0336,
+    }
+    assert paper.holds_dpo_interpolation(m) is True
+    assert paper.holds_dpo_interpolation({**m, "lam0.25_kl_dera_to_dpo_retrained": 0.02}) is False
+    assert paper.holds_dpo_interpolation({**m, "lam0.5_kl_interp_to_dpo_retrained": 0.0}) is False
+
+
 @pytest.mark.slow
 def test_realignment():
     check_claim(
         paper.REALIGNMENT,
         [
             {"lam2_kl_dera_to_retrained": 10.0},
-            {"lam0.25_kl_interp_to_retrained": 0.0},
-            {"lam4_dera_frontier_gap": 50.0},
+            {"lam0.5_kl_interp_to_retrained": 0.0},
+            {"lam2_dera_frontier_gap": 50.0},
             {"lam0.5_kl_ref_to_retrained": 0.0},
         ],
     )
@@ -45,14 +69,27 @@ def test_dpo_realignment():
         paper.DPO_REALIGNMENT,
         [
             {"lam2_kl_dera_to_dpo_retrained": 50.0},
-            {"lam4_kl_interp_to_dpo_retrained": 0.0},
-            {"lam0.25_kl_ref_to_dpo_retrained": 0.0},
+            {"lam2_kl_interp_to_dpo_retrained": 0.0},
+            {"lam0.5_kl_ref_to_dpo_retrained": 0.0},
+        ],
+    )
+
+
+@pytest.mark.slow
+def test_dpo_interpolation():
+    # the same cached run as test_dpo_realignment
+    check_claim(
+        paper.DPO_INTERPOLATION,
+        [
+            {"lam0.5_kl_dera_to_dpo_retrained": 1.0},
+            {"lam0.5_kl_interp_to_dpo_retrained": 0.0},
         ],
     )
 
 
 @pytest.mark.slow
 def test_lambda_search():
+    # the same cached run as test_realignment
     check_claim(
         paper.LAMBDA_SEARCH,
         [{"max_log2_distance": 1.0, "matches": 1.0}, {"matches": 0.0}],

@@ -25,7 +25,22 @@ from ..threads import single_thread
 from ..validation import check_int, check_seed
 from .baselines import interpolate_weights, preference_pairs, retrain, retrain_dpo
 from .decoding import DeRa, dera_generate, lambda_search
-from .paper import BETA, LAMBDAS, TARGET_BETAS
+from .paper import BETA, LAMBDAS, SMOKE_LAMBDAS, TARGET_BETAS, measured_lambdas
+
+
+def lambdas_for(scale: Scale) -> tuple[float, ...]:
+    """The realignment strengths measured at ``scale``: {0.5, 2} at smoke scale (the tests), else
+    {0.25, 0.5, 2, 4}.
+
+    Parameters
+    ----------
+    scale : Scale
+
+    Returns
+    -------
+    tuple of float
+    """
+    return scale.pick(SMOKE_LAMBDAS, LAMBDAS, LAMBDAS)
 
 
 @dataclass
@@ -196,7 +211,7 @@ def realignment_experiment(scale: Scale, seed: int) -> dict[str, float]:
     Parameters
     ----------
     scale : Scale
-        Sets the SFT and alignment steps.
+        Sets the SFT and alignment steps and the lambdas (:func:`lambdas_for`).
     seed : int
 
     Returns
@@ -207,8 +222,9 @@ def realignment_experiment(scale: Scale, seed: int) -> dict[str, float]:
         the frontier; plus the retraining and DeRa sweep times.
     """
     sft_steps = scale.pick(150, 300, 600)
-    steps = scale.pick(80, 150, 400)
+    steps = scale.pick(40, 150, 400)
     pps = scale.pick(4, 4, None)
+    lambdas = lambdas_for(scale)
     out: dict[str, float] = {}
     with single_thread():
         w = shared_world(seed, sft_steps)
@@ -227,7 +243,7 @@ def realignment_experiment(scale: Scale, seed: int) -> dict[str, float]:
         retrain_total, dera_total = 0.0, 0.0
         val, held = split_prompts(len(lang.prompts()), seed)
         held_scores = {bt: {} for bt in TARGET_BETAS}
-        for lam in LAMBDAS:
+        for lam in lambdas:
             key = f"lam{lam:g}"
             t0 = time.perf_counter()
             rt, rres = retrain(ref, lang, ref_lp, R, BETA / lam, steps=steps, prompts_per_step=pps, seed=seed + 1)
@@ -265,7 +281,7 @@ def realignment_experiment(scale: Scale, seed: int) -> dict[str, float]:
                 lp = response_logprobs(model, lang, prompts=[prompts[i] for i in val]).double()
                 return regularised_reward(lp, ref_lp[val], R[val], bt)
 
-            picked = lambda_search(aligned, ref, LAMBDAS, metric).best
+            picked = lambda_search(aligned, ref, lambdas, metric).best
             best = max(held_scores[bt], key=held_scores[bt].get)
             out[f"target{bt:g}_lambda_dera_validation"] = picked
             out[f"target{bt:g}_lambda_retrained_heldout"] = best
@@ -275,7 +291,7 @@ def realignment_experiment(scale: Scale, seed: int) -> dict[str, float]:
         # decoding cost of the sweep in practice: 64 sampled responses per lambda
         prompt = torch.tensor([lang.encode(lang.prompts()[0])] * 64)
         t0 = time.perf_counter()
-        for i, lam in enumerate(LAMBDAS):
+        for i, lam in enumerate(lambdas):
             dera_generate(aligned, ref, prompt, lam=lam, max_new_tokens=lang.response_len, do_sample=True, seed=i)
         out["dera_sample_seconds"] = time.perf_counter() - t0
         out["reward_range"] = float(fr[-1] - out["reward_ref"])
@@ -283,7 +299,8 @@ def realignment_experiment(scale: Scale, seed: int) -> dict[str, float]:
     return out
 
 
-def run_dpo_realignment(scale: Scale, seed: int) -> dict[str, float]:
+@functools.lru_cache(maxsize=4)
+def dpo_experiment(scale: Scale, seed: int) -> dict[str, float]:
     """The paper's setting: the aligned model trained by DPO on preference pairs sampled from the reference
     and labelled by a Bradley-Terry annotator of the reward; for each lambda, DeRa from that model and weight
     interpolation against the DPO model retrained at ``beta / lambda`` on the same pairs (exact KL).
@@ -291,7 +308,7 @@ def run_dpo_realignment(scale: Scale, seed: int) -> dict[str, float]:
     Parameters
     ----------
     scale : Scale
-        Sets the SFT and DPO steps and the number of pairs.
+        Sets the SFT and DPO steps, the number of pairs and the lambdas (:func:`lambdas_for`).
     seed : int
 
     Returns
@@ -299,12 +316,12 @@ def run_dpo_realignment(scale: Scale, seed: int) -> dict[str, float]:
     dict of str to float
         Per lambda (``lam<l>_``): exact KL of DeRa, weight interpolation, the reference and the DPO model at
         ``beta`` to the DPO model retrained at ``beta / lambda``; expected rewards of DeRa and of the retrained
-        model; the means ``mean_kl_dera_to_dpo_retrained`` and ``mean_kl_interp_to_dpo_retrained``, and
-        ``worst_ratio_dera_over_interp``.
+        model. Cached per (scale, seed): the two DPO claims share one run.
     """
     sft_steps = scale.pick(150, 300, 600)
     steps = scale.pick(80, 150, 400)
     pairs_per_prompt = scale.pick(64, 128, 256)
+    lambdas = lambdas_for(scale)
     out: dict[str, float] = {}
     with single_thread():
         w = shared_world(seed, sft_steps)
@@ -314,7 +331,7 @@ def run_dpo_realignment(scale: Scale, seed: int) -> dict[str, float]:
         al_lp = response_logprobs(aligned, lang).double()
         out["dpo_kl_to_ref"] = float(kl_divergence(al_lp, ref_lp).mean())
         out["dpo_kl_to_optimum"] = float(kl_divergence(al_lp, optimal_policy(ref_lp, R, BETA)).mean())
-        for lam in LAMBDAS:
+        for lam in lambdas:
             key = f"lam{lam:g}"
             rt, _ = retrain_dpo(ref, lang, ref_lp, pairs, BETA / lam, steps=steps, prompts_per_step=4, seed=seed + 1)
             rt_lp = response_logprobs(rt, lang).double()
@@ -324,11 +341,39 @@ def run_dpo_realignment(scale: Scale, seed: int) -> dict[str, float]:
                 out[f"{key}_kl_{name}_to_dpo_retrained"] = float(kl_divergence(lp, rt_lp).mean())
             out[f"{key}_dera_reward"] = float((d_lp.exp() * R).sum(-1).mean())
             out[f"{key}_dpo_retrained_reward"] = float((rt_lp.exp() * R).sum(-1).mean())
-    dera = [out[f"lam{l:g}_kl_dera_to_dpo_retrained"] for l in LAMBDAS]
-    interp = [out[f"lam{l:g}_kl_interp_to_dpo_retrained"] for l in LAMBDAS]
+    return out
+
+
+def run_dpo_realignment(scale: Scale, seed: int) -> dict[str, float]:
+    """The DPO claims' run: :func:`dpo_experiment` plus summaries over lambda.
+
+    Parameters
+    ----------
+    scale : Scale
+        Sets the SFT and DPO steps, the number of pairs and the lambdas (:func:`lambdas_for`).
+    seed : int
+
+    Returns
+    -------
+    dict of str to float
+        The experiment's metrics; the means ``mean_kl_dera_to_dpo_retrained`` and
+        ``mean_kl_interp_to_dpo_retrained``; ``worst_ratio_dera_over_interp``; over the lambdas below 1,
+        the geometric means ``lt1_geomean_kl_dera_to_dpo_retrained`` and
+        ``lt1_geomean_kl_interp_to_dpo_retrained``, and ``lt1_dera_wins`` of ``lt1_lambdas`` (at how many of
+        them DeRa is strictly closer than interpolation).
+    """
+    out = dict(dpo_experiment(scale, seed))
+    lams = measured_lambdas(out, "_kl_dera_to_dpo_retrained")
+    dera = [out[f"lam{l:g}_kl_dera_to_dpo_retrained"] for l in lams]
+    interp = [out[f"lam{l:g}_kl_interp_to_dpo_retrained"] for l in lams]
     out["mean_kl_dera_to_dpo_retrained"] = sum(dera) / len(dera)
     out["mean_kl_interp_to_dpo_retrained"] = sum(interp) / len(interp)
     out["worst_ratio_dera_over_interp"] = max(d / i for d, i in zip(dera, interp))
+    low = [(d, i) for lam, d, i in zip(lams, dera, interp) if lam < 1]
+    out["lt1_lambdas"] = float(len(low))
+    out["lt1_dera_wins"] = float(sum(d < i for d, i in low))
+    out["lt1_geomean_kl_dera_to_dpo_retrained"] = float(np.exp(np.mean(np.log([d for d, _ in low]))))
+    out["lt1_geomean_kl_interp_to_dpo_retrained"] = float(np.exp(np.mean(np.log([i for _, i in low]))))
     return out
 
 
@@ -344,13 +389,14 @@ def plot_frontier(fk: np.ndarray, fr: np.ndarray, m: dict[str, float]) -> None:
     """
     from matplotlib.figure import Figure
 
+    lams = measured_lambdas(m, "_dera_kl_ref")
     fig = Figure(figsize=(6, 4.2))
     ax = fig.subplots()
     ax.plot(fk, fr, "k-", lw=1, label="optimal frontier pi*(beta')")
     for name, mark in (("retrained", "o"), ("dera", "x"), ("interp", "s")):
         ax.plot(
-            [m[f"lam{l:g}_{name}_kl_ref"] for l in LAMBDAS],
-            [m[f"lam{l:g}_{name}_reward"] for l in LAMBDAS],
+            [m[f"lam{l:g}_{name}_kl_ref"] for l in lams],
+            [m[f"lam{l:g}_{name}_reward"] for l in lams],
             mark,
             label=name,
             mfc="none",
@@ -359,7 +405,7 @@ def plot_frontier(fk: np.ndarray, fr: np.ndarray, m: dict[str, float]) -> None:
         xscale="symlog",
         xlabel="KL(policy || reference)",
         ylabel="expected reward",
-        title="DeRa vs retraining at beta/lambda, lambda in {0.25, 0.5, 2, 4}",
+        title=f"DeRa vs retraining at beta/lambda, lambda in {{{', '.join(f'{l:g}' for l in lams)}}}",
     )
     ax.legend(fontsize=8)
     save_figure(fig, "dera-frontier")
@@ -408,11 +454,12 @@ def run_realignment(scale: Scale, seed: int) -> dict[str, float]:
         (exact evaluation plus 64 samples per lambda), reported, not judged.
     """
     m = dict(realignment_experiment(scale, seed))
+    lams = measured_lambdas(m, "_kl_dera_to_retrained")
     m["worst_ratio_dera_over_interp"] = max(
-        m[f"lam{l:g}_kl_dera_to_retrained"] / m[f"lam{l:g}_kl_interp_to_retrained"] for l in LAMBDAS
+        m[f"lam{l:g}_kl_dera_to_retrained"] / m[f"lam{l:g}_kl_interp_to_retrained"] for l in lams
     )
-    m["mean_kl_dera_to_retrained"] = sum(m[f"lam{l:g}_kl_dera_to_retrained"] for l in LAMBDAS) / len(LAMBDAS)
-    m["mean_kl_interp_to_retrained"] = sum(m[f"lam{l:g}_kl_interp_to_retrained"] for l in LAMBDAS) / len(LAMBDAS)
+    m["mean_kl_dera_to_retrained"] = sum(m[f"lam{l:g}_kl_dera_to_retrained"] for l in lams) / len(lams)
+    m["mean_kl_interp_to_retrained"] = sum(m[f"lam{l:g}_kl_interp_to_retrained"] for l in lams) / len(lams)
     m["retrain_over_dera"] = m["retrain_seconds_total"] / (m["dera_sweep_seconds"] + m["dera_sample_seconds"])
     return m
 
@@ -425,6 +472,8 @@ __all__ = [
     "frontier",
     "frontier_gap",
     "realignment_experiment",
+    "dpo_experiment",
+    "lambdas_for",
     "plot_frontier",
     "run_realignment",
     "run_dpo_realignment",
