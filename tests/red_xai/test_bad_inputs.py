@@ -18,6 +18,14 @@ NET = rx.SmallNet(16, 3, 8, seed=0).eval()
 TRAINING = rx.SmallNet(16, 3, 8, seed=1)  # left in training mode
 CAV = rx.ConceptVector("net.1", torch.ones(8) / 8**0.5, 1.0)
 H = torch.rand(10, 1, 4, 4, generator=GEN)
+XQ = torch.rand(30, 1, 4, 4, generator=GEN)
+YQ = torch.arange(30) % 3
+
+
+def q(model=NET, data=None, out="/tmp/red_xai_never", **kw):
+    kw = {"target": 0, "mask": MASK, **kw}
+    return rx.question(model, (XQ, YQ) if data is None else data, out, **kw)
+
 
 CASES = [
     bad("SmallNet", "in_features", lambda: rx.SmallNet(0, 3), kind="range"),
@@ -137,6 +145,25 @@ CASES = [
     bad("clean_oracle", "x_clean", lambda: rx.clean_oracle(NET, XNAN, Y), NET, kind="nan"),
     bad("clean_oracle", "seed", lambda: rx.clean_oracle(NET, X, Y, seed=1.5), NET, kind="type"),
     bad("clean_oracle", "model", lambda: rx.clean_oracle(None, X, Y), kind="none"),
+    bad("randomization_check", "model", lambda: rx.randomization_check(TRAINING, X, 0), TRAINING, kind="training"),
+    bad("randomization_check", "x", lambda: rx.randomization_check(NET, XNAN, 0), NET, kind="nan"),
+    bad("randomization_check", "x", lambda: rx.randomization_check(NET, X[:0], 0), NET, kind="empty"),
+    bad("randomization_check", "method", lambda: rx.randomization_check(NET, X, 0, "quantus"), NET, kind="name"),
+    bad("randomization_check", "target", lambda: rx.randomization_check(NET, X, 3), NET, X, kind="range"),
+    bad("randomization_check", "absolute", lambda: rx.randomization_check(NET, X, 0, absolute="yes"), NET, kind="type"),
+    bad("randomization_check", "model", lambda: rx.randomization_check(None, X, 0), X, kind="none"),
+    bad("question", "model", lambda: q(TRAINING), TRAINING, XQ, kind="training"),
+    bad("question", "data", lambda: q(data=XQ), NET, XQ, kind="type"),
+    bad("question", "data[0]", lambda: q(data=(XNAN, Y)), NET, kind="nan"),
+    bad("question", "data[1]", lambda: q(data=(XQ, YQ[:5])), NET, kind="size"),
+    bad("question", "data[1]", lambda: q(data=(XQ, YQ * 0)), NET, kind="one-class"),
+    bad("question", "mask", lambda: q(mask=torch.ones(1, 5, 5, dtype=torch.bool)), NET, kind="shape"),
+    bad("question", "target", lambda: q(target=7), NET, XQ, kind="range"),
+    bad("question", "layer", lambda: q(layer="net.9"), NET, XQ, kind="layer-name"),
+    bad("question", "out", lambda: q(out=None), NET, XQ, kind="none"),
+    bad("question", "data", lambda: q(data=(XQ[:8], YQ[:8])), NET, kind="too-few"),
+    bad("question", "holdout", lambda: q(holdout=1.0), NET, XQ, kind="range"),
+    bad("question", "method", lambda: q(method="shap"), NET, XQ, kind="name"),
 ]
 
 

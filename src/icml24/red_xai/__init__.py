@@ -7,6 +7,7 @@ accuracy-only validation, random-mask and whole-image RRR, and the clean-retrain
 """
 
 from .baselines import accuracy_only, clean_oracle, random_mask, random_mask_rrr, whole_image_rrr
+from .loop import question
 from .questioning import (
     METHODS,
     ConceptVector,
@@ -19,6 +20,7 @@ from .questioning import (
     fit,
     p_clarc,
     predict,
+    randomization_check,
     relevance_mass,
     rrr,
     shortcut_reliance,
@@ -45,6 +47,8 @@ __all__ = [
     "accuracy",
     "shortcut_reliance",
     "relevance_mass",
+    "randomization_check",
+    "question",
     "accuracy_only",
     "random_mask",
     "random_mask_rrr",

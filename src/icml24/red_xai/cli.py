@@ -1,0 +1,93 @@
+"""``icml24 red-xai question``: plant a shortcut, train a small classifier on it, and question it with the RED loop.
+
+:func:`register` adds the verb to the core command line; :func:`question_command` runs it. Bad input raises
+:class:`~icml24.errors.InputError` (the CLI prints one line and exits 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+DATA = ("digits", "fashion-mnist")
+PLANTS = ("corner",)
+
+
+def register(subparsers, parents) -> None:
+    """Add ``icml24 red-xai`` to the core command line (no heavy import here).
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+    parents : list of argparse.ArgumentParser
+    """
+    p = subparsers.add_parser("red-xai", parents=parents, help="RED XAI: question a model about a shortcut")
+    verbs = p.add_subparsers(dest="red_xai_verb", required=True)
+    q = verbs.add_parser(
+        "question",
+        parents=parents,
+        help="train a small MLP on data with a planted shortcut, question it, fix it, write the report",
+    )
+    add_arguments(q)
+    q.set_defaults(func=question_command)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the verb's arguments.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        ``p`` itself.
+    """
+    p.add_argument("--data", default="digits", choices=DATA, help="data set (default digits)")
+    p.add_argument("--plant", default="corner", choices=PLANTS, help="the planted shortcut (default corner)")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder for report.md and its figures")
+    p.add_argument("--target", type=int, default=0, help="the class that carries the patch (default 0)")
+    p.add_argument("--epochs", type=int, default=20, help="training epochs of the model (default 20)")
+    p.add_argument("--fix-epochs", type=int, default=10, help="RRR fine-tuning epochs (default 10)")
+    p.add_argument("--n-train", type=int, default=2000, help="Fashion-MNIST training subset (default 2000)")
+    p.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def question_command(args: argparse.Namespace) -> int:
+    """Run the verb: build the shortcut data, train the model, run :func:`~icml24.red_xai.question`.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+
+    Returns
+    -------
+    int
+        0.
+    """
+    from ..validation import check_int, check_seed
+    from ._shortcut import shortcut_data
+    from .loop import question
+    from .questioning import SmallNet, fit
+
+    seed = check_seed(args.seed, "--seed")
+    target = check_int(args.target, "--target", min_val=0, max_val=9)
+    epochs = check_int(args.epochs, "--epochs", min_val=1)
+    fix_epochs = check_int(args.fix_epochs, "--fix-epochs", min_val=0)
+    n_train = check_int(args.n_train, "--n-train", min_val=20)
+    d = shortcut_data(args.data, target=target, n_train=n_train, seed=seed)
+    model = fit(SmallNet(d.x_train[0].numel(), 10, 64, seed=seed), d.x_train, d.y_train, epochs=epochs, seed=seed)
+    r = question(model, (d.x_train, d.y_train), args.out, target=target, mask=d.mask, epochs=fix_epochs, seed=seed)
+    m = r["metrics"]
+    print(f"{args.data}, {args.plant} patch on class {target}, seed {seed}")
+    print(f"{'model':>8} {'accuracy':>9} {'reliance':>9} {'mass':>6}")
+    for name, key in (("model", ""), ("P-ClArC", "pclarc_"), ("RRR", "rrr_")):
+        acc, rel = m[f"{key}accuracy"], m[f"{key}reliance"]
+        print(f"{name:>8} {acc:>9.3f} {rel:>9.3f} {m[f'{key}relevance_mass']:>6.3f}")
+    print(f"SpRAy clusters {int(m['spray_clusters'])}, TCAV {m['tcav']:.3f} (p={m['tcav_p']:.2g})")
+    print(f"report: {r['report']}")
+    return 0
+
+
+__all__ = ["register", "add_arguments", "question_command"]

@@ -1,0 +1,87 @@
+import json
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import spearmanr
+
+import icml24.red_xai as rx
+from icml24.cli import main
+from icml24.red_xai.questioning import rank_correlation
+
+
+def test_rank_correlation_matches_scipy():
+    gen = torch.Generator().manual_seed(0)
+    a, b = torch.randn(5, 1, 4, 4, generator=gen), torch.randn(5, 1, 4, 4, generator=gen)
+    b[:, :, :2] = 0.0  # ties
+    want = [spearmanr(a[i].flatten().double(), b[i].flatten().double()).statistic for i in range(5)]
+    assert np.allclose(rank_correlation(a, b), want, atol=1e-12)
+    assert np.allclose(rank_correlation(a, a), 1.0)
+
+
+def test_randomization_check_cascades_and_leaves_the_model():
+    net = rx.SmallNet(16, 3, 8, seed=0).eval()
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    x = torch.rand(12, 1, 4, 4, generator=torch.Generator().manual_seed(1))
+    r = rx.randomization_check(net, x, 1, seed=0)
+    assert r["layers"] == ["net.4", "net.2", "net.0"] and len(r["correlations"]) == 3
+    assert r["final"] == r["correlations"][-1] and r["per_image"].shape == (12,)
+    assert r["final"] < 0.9  # randomising every weight changes the signed heatmaps
+    assert all(torch.equal(before[k], v) for k, v in net.state_dict().items()) and not net.training
+
+
+def test_cli_question_writes_the_report_on_digits(tmp_path, capsys):
+    out = tmp_path / "report"
+    args = ["red-xai", "question", "--data", "digits", "--plant", "corner", "--out", str(out)]
+    assert main(args + ["--epochs", "8", "--fix-epochs", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "RRR" in printed and "report:" in printed
+    names = {p.name for p in out.iterdir()}
+    assert {"report.md", "metrics.json", "heatmaps.png", "spectrum.png", "cluster_means.png"} <= names
+    assert {"before_after.png", "heatmaps_after.png"} <= names and not any(n.endswith(".tmp") for n in names)
+    text = (out / "report.md").read_text()
+    for fig in ("heatmaps.png", "spectrum.png", "cluster_means.png", "before_after.png"):
+        assert f"({fig})" in text
+    m = json.loads((out / "metrics.json").read_text())
+    assert 0.0 <= m["reliance"] <= 1.0 and m["rrr_reliance"] <= m["reliance"]
+
+
+def test_question_never_changes_the_model(tmp_path):
+    gen = torch.Generator().manual_seed(0)
+    x = torch.rand(60, 1, 4, 4, generator=gen)
+    y = torch.arange(60) % 3
+    mask = torch.zeros(1, 4, 4, dtype=torch.bool)
+    mask[:, 0, 0] = True
+    net = rx.SmallNet(16, 3, 8, seed=0).eval()
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    r = rx.question(net, (x, y), tmp_path, target=0, mask=mask, epochs=1, seed=0)
+    assert r["report"].is_file() and set(r["metrics"]) >= {"accuracy", "reliance", "rrr_reliance", "tcav"}
+    assert all(torch.equal(before[k], v) for k, v in net.state_dict().items())
+    assert not net.training and all(p.grad is None for p in net.parameters())
+
+
+def test_cli_refuses_bad_input(capsys):
+    assert main(["red-xai", "question", "--out", "/tmp/never", "--seed", "-1"]) == 2
+    assert capsys.readouterr().err.startswith("error: --seed")
+
+
+@pytest.mark.parametrize("data", ["mnist", "cifar"])
+def test_cli_rejects_unknown_data(data, capsys):
+    assert main(["red-xai", "question", "--data", data, "--out", "/tmp/never"]) == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_benchmark_runs_at_tiny_size(tmp_path, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[2] / "benchmarks" / "red_xai.py"
+    spec = importlib.util.spec_from_file_location("bench_red_xai", bench)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    argv = ["--ns", "8", "--spray-ns", "20", "40", "--side", "6", "--repeats", "1", "--out", str(tmp_path)]
+    assert mod.main(argv) == 0
+    assert "threads: 1" in capsys.readouterr().out
+    (run,) = tmp_path.iterdir()
+    res = json.loads((run / "results.json").read_text())
+    assert all(r["max_abs_diff"] < 1e-4 and r["ratio"] > 0 for r in res["rows"]) and len(res["spray"]) == 2
