@@ -14,6 +14,7 @@ from icml24.graph_transformer import (
     pattern_graph,
     sample_context,
 )
+from icml24.graph_transformer.experiments import label_sweep
 from icml24.testing import assert_refuses, bad, coverage_gaps
 
 NAN = float("nan")
@@ -112,6 +113,14 @@ CASES = [
     bad("fit_gnn", "data", lambda: fit_gnn(None, VALID[:10]), kind="none"),
     bad("fit_gnn", "epochs", lambda: fit_gnn(DATA, VALID[:10], epochs=0), DATA, kind="range"),
     bad("fit_gnn", "lr", lambda: fit_gnn(DATA, VALID[:10], lr=NAN), DATA, kind="nan"),
+    # ------------------------------------------------------------------------------ label_sweep (the CLI's sweep)
+    bad("label_sweep", "data", lambda: label_sweep("citeseer", [20]), kind="name"),
+    bad("label_sweep", "labels", lambda: label_sweep("pattern", "20"), kind="type"),
+    bad("label_sweep", "labels", lambda: label_sweep("pattern", [1]), kind="range"),
+    bad("label_sweep", "labels", lambda: label_sweep("pattern", []), kind="empty"),
+    bad("label_sweep", "steps", lambda: label_sweep("pattern", [16], steps=None), kind="none"),
+    bad("label_sweep", "seed", lambda: label_sweep("pattern", [16], seed=-1), kind="range"),
+    bad("label_sweep", "labels", lambda: label_sweep("pattern", [16.5]), kind="type"),
 ]
 
 
