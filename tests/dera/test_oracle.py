@@ -360,7 +360,7 @@ def test_geometric_mixture_wrapper_of_trl_agrees(pair):
     ids, mask = batch(tok, ["to be", "whether tis nobler"])
     for lam in (0.25, 0.5, 0.8):
         cfg = GenerationConfig(max_new_tokens=NEW, do_sample=False, use_cache=False, pad_token_id=tok.pad_token_id)
-        wrapper = wrapper_cls(aligned, ref, cfg, mixture_coef=1 - lam, device="cpu")
+        wrapper = wrapper_cls(aligned, ref, cfg, mixture_coef=1 - lam, device=torch.device("cpu"))
         theirs = wrapper.generate(input_ids=ids, attention_mask=mask, generation_config=cfg)
         ours = dera_generate(aligned, ref, ids, attention_mask=mask, lam=lam, max_new_tokens=NEW, eos_token_id=None)
         assert torch.equal(ours, theirs)
