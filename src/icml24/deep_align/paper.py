@@ -46,8 +46,7 @@ EXACTNESS = Claim(
 def _holds_quality(m: Mapping[str, float]) -> bool:
     far_below = m["none_minus_da"] > 2 * m["none_minus_da_se"] and m["da_barrier"] <= 0.5 * m["none_barrier"]
     learned = m["untrained_minus_da"] > 2 * m["untrained_minus_da_se"]
-    within_noise = m["da_minus_wm"] <= 2 * m["da_minus_wm_se"]
-    return far_below and learned and within_noise
+    return far_below and learned
 
 
 QUALITY = Claim(
@@ -56,14 +55,46 @@ QUALITY = Claim(
         "On held-out pairs of independently trained networks, the test-loss barrier after the trained "
         "Deep-Align's one-shot alignment is below that of an untrained aligner of the same architecture (best "
         f"of {N_UNTRAINED} initialisations) by more than 2 standard errors of the paired difference, far below "
-        "that of no alignment (less than half, lower by more than 2 standard errors), and within noise of "
-        "Weight Matching or better (mean excess at most 2 standard errors of the paired difference)."
+        "that of no alignment (less than half, lower by more than 2 standard errors). Its comparison with "
+        "Weight Matching is the beats-wm finding."
     ),
     run="experiments:run_quality",
     holds=_holds_quality,
     headline="da_barrier",
     baseline="wm_barrier",
+    paper="one pass merges held-out pairs far better than no alignment (MNIST/CIFAR10 MLPs)",
+)
+
+
+def _holds_beats_wm(m: Mapping[str, float]) -> bool:
+    return m["da_minus_wm"] < -2 * m["da_minus_wm_se"]
+
+
+BEATS_WM = Claim(
+    key=f"{SLUG}/beats-wm",
+    statement=(
+        "On held-out pairs of independently trained networks, the test-loss barrier after the trained "
+        "Deep-Align's one-shot alignment is below Weight Matching's by more than 2 standard errors of the "
+        "paired difference (the paper: better or equal)."
+    ),
+    run="experiments:run_quality",
+    holds=_holds_beats_wm,
+    headline="da_barrier",
+    baseline="wm_barrier",
     paper="one pass gives barrier/AUC better or equal to WM, AM, Sinkhorn (MNIST/CIFAR10 MLPs)",
+    expected=False,
+    finding=(
+        "Deep-Align is never better than Weight Matching here; whether it is 'equal' (DA - WM barrier within 2 "
+        "standard errors of the paired difference, the paper's 'or equal') depends on the aligner's size and "
+        "training seed. DA - WM, mean +- s.e.: quick (190 test pairs) -0.001 +- 0.012, -0.007 +- 0.012, +0.015 "
+        "+- 0.012 on seeds 0, 1, 2 (equal on all three); smoke (120 pairs, the smaller aligner) -0.000 +- 0.012, "
+        "+0.002 +- 0.012, +0.034 +- 0.013 (equal, equal, worse). With 45 quick pairs it had read +0.032 +- "
+        "0.022, +0.030 +- 0.021, -0.021 +- 0.023. So 'equal' is not declared either way, while 'better' is false "
+        "on every seed at both scales (barriers WM 0.17-0.22, DA 0.17-0.22). Likely reason: our aligner is "
+        "small (quick: 16 channels, 2 DWS layers, 300 steps; smoke: 8 channels, 1 layer) and trained on 32-60 "
+        "networks, where the paper trains the full encoder for 100 epochs on thousands of networks; how well "
+        "such an aligner trains varies with the seed by more than the 0.012 standard error of the comparison."
+    ),
 )
 
 
@@ -111,4 +142,4 @@ SYMMETRIES = Claim(
     paper="proved: alignment is equivariant to (g, h) and transposes on swap; exact by construction",
 )
 
-METHOD = method(SLUG, (EXACTNESS, QUALITY, INIT, SYMMETRIES))
+METHOD = method(SLUG, (EXACTNESS, QUALITY, BEATS_WM, INIT, SYMMETRIES))
