@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from icml24.dynamic_attention import DenseLazyAttention
+from icml24.dynamic_attention import DenseLazyAttention, DynamicAttention, EagerAttention, NaiveAttention
 from icml24.dynamic_attention.experiments import (
     TRADEOFF_FRACTIONS,
     classical_exponents,
@@ -55,6 +55,20 @@ def measure_dense_lazy(n: int, d: int, tau: float, seed: int, queries: int = 15)
     return t_up / (2 * m.k), float(np.median(qt)) if qt else float("nan")
 
 
+def measure_resize(cls, n: int, d: int, tau: float, seed: int, ops: int = 400) -> float:
+    """Seconds per operation of alternating appends and deletes (a sliding memory of n rows), rebuilds
+    included."""
+    Q, K, V = random_qkv(n, d, seed)
+    m = cls(Q, K, V, tau) if cls is DynamicAttention else cls(Q, K, V)
+    rng = np.random.default_rng(seed)
+    rows = rng.normal(0, 0.3, size=(ops, d))
+    t = time.perf_counter()
+    for r in range(ops // 2):
+        m.append_row(rows[r], rows[-1 - r])
+        m.delete_row(int(rng.integers(m.n)))
+    return (time.perf_counter() - t) / (2 * (ops // 2))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ns", type=int, nargs="+", default=[256, 512, 1024, 2048])
@@ -68,6 +82,7 @@ def main(argv=None) -> int:
     ap.add_argument("--mix-d", type=int, default=64)
     ap.add_argument("--mix-tau", type=float, default=0.5)
     ap.add_argument("--memory-docs", type=int, default=4096, help="documents of the revised-memory example; 0 skips")
+    ap.add_argument("--resize-ns", type=int, nargs="*", default=[1024, 4096], help="n of the append/delete mix")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     try:
@@ -188,6 +203,28 @@ def main(argv=None) -> int:
             f"(eager/lazy {mem['eager_ms'] / mem['lazy_ms']:.2f}), naive {mem['naive_ms']:.2f} (naive/lazy "
             f"{mem['naive_ms'] / mem['lazy_ms']:.2f}); answers equal to {mem['max_answer_diff']:.1e}"
         )
+
+    if args.resize_ns:
+        print(
+            f"\nappend/delete (a sliding memory: one row appended, one deleted), d = {args.mix_d}, tau = "
+            f"{args.mix_tau:g}: microseconds per operation, rebuilds included, and ratios (> 1: lazy faster)"
+        )
+        print(f"{'n':>6} | {'lazy':>8} {'eager':>8} {'naive':>8} | {'eager/lazy':>10} {'naive/lazy':>10}")
+        results["resize"] = []
+        for n in args.resize_ns:
+            t = {
+                name: float(
+                    np.median(
+                        [measure_resize(cls, n, args.mix_d, args.mix_tau, args.seed + r) for r in range(args.repeats)]
+                    )
+                )
+                for name, cls in (("lazy", DynamicAttention), ("eager", EagerAttention), ("naive", NaiveAttention))
+            }
+            results["resize"].append({"n": n, **{f"{k}_s": v for k, v in t.items()}})
+            print(
+                f"{n:>6} | {1e6 * t['lazy']:>8.1f} {1e6 * t['eager']:>8.1f} {1e6 * t['naive']:>8.1f} | "
+                f"{t['eager'] / t['lazy']:>10.2f} {t['naive'] / t['lazy']:>10.2f}"
+            )
 
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = Path(args.out) / f"{stamp}-bench-dynamic_attention"

@@ -14,6 +14,7 @@ from icml24.dynamic_attention import (
     DynamicAttention,
     EagerAttention,
     FullRecompute,
+    MultiHeadDynamicAttention,
     NaiveAttention,
     attention,
     rebuild_period,
@@ -53,6 +54,8 @@ def _structures():
 
 S = _structures()
 S32 = DynamicAttention(Q.float(), K.float(), V.float())
+FULL = {cls.__name__: cls(Q, K, V, capacity=6) for cls in (DynamicAttention, NaiveAttention, EagerAttention)}
+ONE = {cls.__name__: cls(Q, K[:1], V[:1]) for cls in (DynamicAttention, NaiveAttention, EagerAttention)}
 
 
 def _constructor(name, cls, **extra):
@@ -72,6 +75,8 @@ def _constructor(name, cls, **extra):
         bad(name, "dtype", make(dtype=torch.float16), *USER, kind="dtype"),
         bad(name, "dtype", make(dtype="float64"), *USER, kind="type"),
         bad(name, "V", make(v="values"), *USER, kind="type"),
+        bad(name, "capacity", make(capacity=3), *USER, kind="range"),
+        bad(name, "capacity", make(capacity=2.5), *USER, kind="type"),
     ]
 
 
@@ -104,10 +109,92 @@ def _methods(name, m):
         bad(f"{name}.update_v_row", "delta", lambda: m.update_v_row(0, torch.zeros(0)), m, kind="empty"),
         bad(f"{name}.update_v_row", "delta", lambda: m.update_v_row(0, [1e306, 0.0]), m, kind="overflow"),
         bad(f"{name}.update_v_row", "i", lambda: m.update_v_row(-1, [0.0, 0.0]), m, kind="range"),
+        bad(f"{name}.append_row", "k_row", lambda: m.append_row([0.1, 0.2], [0.0, 0.0]), m, kind="shape"),
+        bad(f"{name}.append_row", "v_row", lambda: m.append_row([0.1, 0.2, 0.3], [0.0] * 3), m, kind="shape"),
+        bad(f"{name}.append_row", "k_row", lambda: m.append_row([NAN, 0.0, 0.0], [0.0, 0.0]), m, kind="nan"),
+        bad(f"{name}.append_row", "v_row", lambda: m.append_row([0.0] * 3, [0.0, math.inf]), m, kind="inf"),
+        bad(f"{name}.append_row", "k_row", lambda: m.append_row(None, [0.0, 0.0]), m, kind="none"),
+        bad(f"{name}.append_row", "v_row", lambda: m.append_row([0.0] * 3, "ab"), m, kind="type"),
+        bad(f"{name}.append_row", "k_row", lambda: m.append_row([1e308, 0.0, 0.0], [0.0, 0.0]), m, kind="overflow"),
+        bad(f"{name}.append_row", "v_row", lambda: m.append_row([0.0] * 3, torch.zeros(0)), m, kind="empty"),
+        bad(f"{name}.delete_row", "i", lambda: m.delete_row(6), m, kind="missing"),
+        bad(f"{name}.delete_row", "i", lambda: m.delete_row(-1), m, kind="range"),
+        bad(f"{name}.delete_row", "i", lambda: m.delete_row(None), m, kind="none"),
+        bad(f"{name}.delete_row", "i", lambda: m.delete_row(1.5), m, kind="type"),
+        bad(f"{name}.delete_row", "i", lambda: m.delete_row(torch.tensor([0, 1])), m, kind="shape"),
+    ]
+
+
+def _resizing(name):
+    full, one = FULL[name], ONE[name]
+    return [
+        bad(f"{name}.append_row", "k_row", lambda: full.append_row([0.0] * 3, [0.0, 0.0]), full, kind="full"),
+        bad(f"{name}.delete_row", "i", lambda: one.delete_row(0), one, kind="empty"),
+    ]
+
+
+Q3, K3, V3 = torch.stack([Q, Q * 0.5]), torch.stack([K, -K]), torch.stack([V, V * 2])
+USER3 = (Q3, K3, V3)
+MH = MultiHeadDynamicAttention(Q3, K3, V3)
+MH.update_k_row(1, torch.full((2, 3), 0.1, dtype=torch.float64))
+MH_FULL = MultiHeadDynamicAttention(Q3, K3, V3, capacity=6)
+MH_ONE = MultiHeadDynamicAttention(Q3, K3[:, :1], V3[:, :1])
+Z = torch.zeros(2, 3, dtype=torch.float64)
+ZV = torch.zeros(2, 2, dtype=torch.float64)
+K3_NAN = K3.clone()
+K3_NAN[1, 0, 0] = NAN
+
+
+def _multihead():
+    name = "MultiHeadDynamicAttention"
+    return [
+        bad(name, "Q", lambda: MultiHeadDynamicAttention(Q, K3, V3), *USER3, kind="shape"),
+        bad(name, "K", lambda: MultiHeadDynamicAttention(Q3, [K, K[:5]], V3), *USER3, kind="heads-disagree"),
+        bad(name, "V", lambda: MultiHeadDynamicAttention(Q3, K3, [V, V[:, :1]]), *USER3, kind="heads-disagree"),
+        bad(name, "K", lambda: MultiHeadDynamicAttention(Q3, K3[:1], V3), *USER3, kind="head-count"),
+        bad(name, "K", lambda: MultiHeadDynamicAttention(Q3, K3[:, :, :2], V3), *USER3, kind="shape"),
+        bad(name, "K", lambda: MultiHeadDynamicAttention(Q3, K3_NAN, V3), *USER3, kind="nan"),
+        bad(name, "V", lambda: MultiHeadDynamicAttention(Q3, K3, None), *USER3, kind="none"),
+        bad(name, "Q", lambda: MultiHeadDynamicAttention(Q3.long(), K3, V3), *USER3, kind="dtype"),
+        bad(name, "Q", lambda: MultiHeadDynamicAttention(torch.empty(0, 6, 3), K3, V3), *USER3, kind="empty"),
+        bad(name, "tau", lambda: MultiHeadDynamicAttention(Q3, K3, V3, 2.0), *USER3, kind="range"),
+        bad(name, "capacity", lambda: MultiHeadDynamicAttention(Q3, K3, V3, capacity=2), *USER3, kind="range"),
+        bad(f"{name}.update_k_row", "delta", lambda: MH.update_k_row(0, Z[:1]), MH, kind="heads-disagree"),
+        bad(f"{name}.update_k_row", "delta", lambda: MH.update_k_row(0, Z[:, :2]), MH, kind="shape"),
+        bad(f"{name}.update_k_row", "delta", lambda: MH.update_k_row(0, Z + NAN), MH, kind="nan"),
+        bad(f"{name}.update_k_row", "delta", lambda: MH.update_k_row(0, None), MH, kind="none"),
+        bad(f"{name}.update_k_row", "i", lambda: MH.update_k_row(6, Z), MH, kind="range"),
+        bad(f"{name}.update_v_row", "delta", lambda: MH.update_v_row(0, ZV[:, :1]), MH, kind="shape"),
+        bad(
+            f"{name}.update_v_row",
+            "delta",
+            lambda: MH.update_v_row(0, torch.stack([ZV[0], ZV[1] + 1e306])),
+            MH,
+            kind="overflow",
+        ),
+        bad(f"{name}.update_v_row", "delta", lambda: MH.update_v_row(0, "ab"), MH, kind="type"),
+        bad(f"{name}.update_v_row", "i", lambda: MH.update_v_row(-1, ZV), MH, kind="range"),
+        bad(f"{name}.update_v_row", "delta", lambda: MH.update_v_row(0, ZV + math.inf), MH, kind="inf"),
+        bad(f"{name}.append_row", "k_row", lambda: MH.append_row(Z[:, :2], ZV), MH, kind="shape"),
+        bad(f"{name}.append_row", "v_row", lambda: MH.append_row(Z, ZV[:1]), MH, kind="heads-disagree"),
+        bad(f"{name}.append_row", "k_row", lambda: MH.append_row(torch.stack([Z[0], Z[1] + NAN]), ZV), MH, kind="nan"),
+        bad(f"{name}.append_row", "v_row", lambda: MH.append_row(Z, None), MH, kind="none"),
+        bad(f"{name}.append_row", "k_row", lambda: MH_FULL.append_row(Z, ZV), MH_FULL, kind="full"),
+        bad(f"{name}.delete_row", "i", lambda: MH.delete_row(6), MH, kind="missing"),
+        bad(f"{name}.delete_row", "i", lambda: MH.delete_row(None), MH, kind="none"),
+        bad(f"{name}.delete_row", "i", lambda: MH.delete_row(0.5), MH, kind="type"),
+        bad(f"{name}.delete_row", "i", lambda: MH_ONE.delete_row(0), MH_ONE, kind="empty"),
+        bad(f"{name}.delete_row", "i", lambda: MH.delete_row(-2), MH, kind="range"),
+        bad(f"{name}.query_row", "i", lambda: MH.query_row(6), MH, kind="range"),
+        bad(f"{name}.query_row", "i", lambda: MH.query_row(None), MH, kind="none"),
+        bad(f"{name}.query_row", "i", lambda: MH.query_row("1"), MH, kind="type"),
+        bad(f"{name}.query_row", "i", lambda: MH.query_row(1.0), MH, kind="type"),
+        bad(f"{name}.query_row", "i", lambda: MH.query_row(torch.tensor([0, 1])), MH, kind="shape"),
     ]
 
 
 CASES = [
+    *_multihead(),
     *_constructor("DynamicAttention", DynamicAttention),
     bad("DynamicAttention", "tau", lambda: DynamicAttention(Q, K, V, 1.5), *USER, kind="range"),
     bad("DynamicAttention", "tau", lambda: DynamicAttention(Q, K, V, NAN), *USER, kind="nan"),
@@ -125,6 +212,9 @@ CASES = [
         kind="range",
     ),
     *_methods("DynamicAttention", S["DynamicAttention"]),
+    *_resizing("DynamicAttention"),
+    *_resizing("NaiveAttention"),
+    *_resizing("EagerAttention"),
     bad("DynamicAttention.update_k", "delta", lambda: S32.update_k(0, 0, 1e300), S32, kind="overflow"),
     bad("DynamicAttention.update_k", "delta", lambda: S32.update_k(0, 0, 1e38), S32, kind="overflow"),
     bad("DynamicAttention.update_k", "delta", lambda: S32.update_k(0, 0, 3e38), S32, kind="overflow"),

@@ -25,6 +25,8 @@ def test_benchmark_runs_at_tiny_size(tmp_path, capsys):
                 "128",
                 "--memory-docs",
                 "64",
+                "--resize-ns",
+                "64",
             ]
         )
         == 0
@@ -35,6 +37,7 @@ def test_benchmark_runs_at_tiny_size(tmp_path, capsys):
         and "fitted log-log slopes" in out
         and "crossover against eager" in out
         and "retrieval memory" in out
+        and "append/delete" in out
     )
     (run,) = tmp_path.iterdir()
     res = json.loads((run / "results.json").read_text())

@@ -53,6 +53,8 @@ op = st.one_of(
     st.tuples(st.just("q"), st.integers(0, 99), st.integers(0, 9), st.just(0.0), st.booleans()),
     st.tuples(st.just("krow"), st.integers(0, 99), st.integers(0, 99), st.sampled_from(MAGS), st.booleans()),
     st.tuples(st.just("vrow"), st.integers(0, 99), st.integers(0, 99), st.sampled_from([1e-3, 1.0]), st.booleans()),
+    st.tuples(st.just("append"), st.integers(0, 99), st.integers(0, 99), st.sampled_from(MAGS), st.booleans()),
+    st.tuples(st.just("delete"), st.integers(0, 99), st.integers(0, 0), st.just(0.0), st.booleans()),
 )
 
 
@@ -69,7 +71,8 @@ op = st.one_of(
 )
 def test_adversarial_magnitudes_match_the_oracle(n, d, dv, k, vscale, dominant, ops, seed):
     """Dominant keys inserted and removed (logits up to about +-700 and beyond), tiny and huge values,
-    values edited to near zero, rebuild boundaries in between: every answer matches the oracle."""
+    values edited to near zero, rows appended (dominant or not) and deleted, rebuild boundaries in between:
+    every answer matches the oracle."""
     g = torch.Generator().manual_seed(seed)
     Q = torch.randn(n, d, generator=g, dtype=torch.float64)
     K = torch.randn(n, d, generator=g, dtype=torch.float64) * 0.5
@@ -84,7 +87,7 @@ def test_adversarial_magnitudes_match_the_oracle(n, d, dv, k, vscale, dominant, 
             truth, scale = oracle(s.Q.numpy(), s.K.numpy(), s.V.numpy(), i, j)
             assert abs(s.query(i, j) - truth) <= RTOL * scale + 1e-300
         elif kind == "k":
-            i, j = a % n, b % d
+            i, j = a % s.n, b % d
             delta = mag if sign else -mag
             s.update_k(i, j, delta)
             last_k = (i, j, delta)
@@ -93,17 +96,25 @@ def test_adversarial_magnitudes_match_the_oracle(n, d, dv, k, vscale, dominant, 
             s.update_k(i, j, -delta)  # the dominant key removed again
             last_k = None
         elif kind == "v":
-            s.update_v(a % n, b % dv, (mag if sign else -mag) * vscale)
+            s.update_v(a % s.n, b % dv, (mag if sign else -mag) * vscale)
         elif kind == "krow":  # a whole key row moved towards (or away from) query row b: a dominant key
-            i, q = a % n, s.Q[b % n]
+            i, q = a % s.n, s.Q[b % n]
             delta = q / float(q @ q + 1e-300) * (mag if sign else -mag)
             s.update_k_row(i, delta)
             last_k = None
         elif kind == "vrow":
-            i = a % n
+            i = a % s.n
             s.update_v_row(i, -s.V[i] * (1 - 1e-12) if sign else torch.full((dv,), mag * vscale, dtype=torch.float64))
+        elif kind == "append":  # a new key, dominant for query row b when sign (logit +-mag), else ordinary
+            q = s.Q[b % n]
+            key = q / float(q @ q + 1e-300) * mag if sign else torch.randn(d, generator=g, dtype=torch.float64) * 0.5
+            s.append_row(key, torch.randn(dv, generator=g, dtype=torch.float64) * vscale)
+            last_k = None
+        elif kind == "delete" and s.n > 1:  # the dominant key 0 among others, when it is still there
+            s.delete_row(0 if sign else a % s.n)
+            last_k = None
         elif kind == "vtiny":
-            i, j = a % n, b % dv
+            i, j = a % s.n, b % dv
             s.update_v(i, j, -float(s.V[i, j]) * (1 - 1e-12))  # the value cancels to ~1e-12 of itself
     check_all(s)
 
@@ -162,4 +173,8 @@ def test_float32_bound():
         (s.update_k if t % 2 else s.update_v)(int(rng.integers(12)), int(rng.integers(2)), float(rng.normal(0, 2)))
         if t == 30:
             s.update_k(2, 0, -60.0)
+        if t == 40:
+            s.append_row([50.0, 0.0, 0.0], [1.0, -1.0])  # a dominant key appended, then deleted
+        if t == 45:
+            s.delete_row(s.n - 1)
     check_all(s, rtol=2e-3)

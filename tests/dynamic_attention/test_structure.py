@@ -274,3 +274,46 @@ def test_a_revised_document_is_one_update():
     assert s.pending == 2 and s.counters.updates == 2
     torch.testing.assert_close(s.K[5], new_key)
     torch.testing.assert_close(s.to_dense(), naive(s), rtol=0, atol=1e-12)
+
+
+def test_appends_and_deletes_agree_across_maintainers_and_count_as_updates():
+    """Rows appended (beyond the initial buffers and the pending slots) and swap-deleted: every maintainer
+    gives the same answers as attention on the current K and V; the lazy structure spends O(d + d_v) per
+    append or delete outside rebuilds and rebuilds every k of them."""
+    g = torch.Generator().manual_seed(5)
+    Q = torch.randn(6, 3, generator=g, dtype=torch.float64)
+    K = torch.randn(2, 3, generator=g, dtype=torch.float64)
+    V = torch.randn(2, 2, generator=g, dtype=torch.float64)
+    ms = [cls(Q, K, V) for cls in (DynamicAttention, NaiveAttention, EagerAttention, FullRecompute, DenseLazyAttention)]
+    lazy = DynamicAttention(Q, K, V, k=5)
+    ms.append(lazy)
+    rng = np.random.default_rng(0)
+    for t in range(60):
+        if t % 3 == 2 and ms[0].n > 1:
+            i = int(rng.integers(ms[0].n))
+            for m in ms:
+                m.delete_row(i)
+        else:
+            kr, vr = rng.normal(size=3), rng.normal(size=2)
+            idx = {m.append_row(kr, vr) for m in ms}
+            assert idx == {ms[0].n - 1}
+        truth = attention(ms[0].Q, ms[0].K, ms[0].V)
+        for m in ms:
+            assert m.n == ms[0].n
+            torch.testing.assert_close(m.K, ms[0].K, rtol=0, atol=0)
+            torch.testing.assert_close(m.to_dense(), truth, rtol=1e-11, atol=1e-12)
+    assert lazy.counters.rebuilds == 60 // 5
+    assert lazy.counters.max_pending <= 5
+    assert lazy.counters.update_work <= 60 * 4 * (3 + 2)
+
+
+def test_fixed_capacity_allows_appends_after_deletes():
+    g = torch.Generator().manual_seed(6)
+    Q, K, V = (torch.randn(4, 3, generator=g, dtype=torch.float64) for _ in range(3))
+    s = DynamicAttention(Q, K, V, capacity=5)
+    s.append_row([0.1, 0.2, 0.3], [1.0, 2.0, 3.0])
+    with pytest.raises(InputError, match="capacity=5"):
+        s.append_row([0.1, 0.2, 0.3], [1.0, 2.0, 3.0])
+    s.delete_row(0)
+    assert s.append_row([0.0, 0.0, 1.0], [0.0, 0.0, 1.0]) == 4
+    torch.testing.assert_close(s.to_dense(), attention(s.Q, s.K, s.V), rtol=1e-12, atol=1e-12)

@@ -1,17 +1,20 @@
 """Dynamic attention maintenance (van den Brand, Song, Zhou; ICML 2024, arXiv 2304.02207).
 
 ``DynamicAttention`` is the paper's lazy-update data structure (entry and row updates of ``K`` and ``V``,
-entry and row queries, exact in float64 for any finite logits thanks to a precision guard); ``baselines`` holds
+entry and row queries, appending and deleting rows, exact in float64 for any finite logits thanks to a precision
+guard); ``MultiHeadDynamicAttention`` runs one per head on ``(heads, n, d)`` torch tensors; ``baselines`` holds
 the peers (naive per-query recomputation, eager maintenance, the O(n^2)-memory lazy variant, full
 recomputation), with the same API.
 """
 
 from .baselines import DenseLazyAttention, EagerAttention, FullRecompute, NaiveAttention
 from .maintainer import AttentionMaintainer, WorkCounters, attention
+from .multihead import MultiHeadDynamicAttention
 from .structure import DynamicAttention, rebuild_period
 
 __all__ = [
     "DynamicAttention",
+    "MultiHeadDynamicAttention",
     "NaiveAttention",
     "EagerAttention",
     "DenseLazyAttention",

@@ -7,6 +7,10 @@
 - :class:`DenseLazyAttention`: the lazy structure with ``O(m n)`` memory: ``A`` is stored, a K update
   refreshes one column in ``O(m d)``, each pending update is a rank-1 pair, so a query costs ``O(k)``;
   rebuilds every ``k = ceil(n^tau)`` updates fold the pairs with one ``m x k x d_v`` product.
+
+All of them append and delete rows (``append_row``, ``delete_row``: the last row takes the deleted index) at
+their own cost: ``O(d + d_v)`` naive, ``O(m (d + d_v))`` eager (one column of ``A`` added or subtracted),
+``O(m n (d + d_v))`` full recomputation, ``O(m n)`` for the dense lazy variant (its stored ``A`` is reallocated).
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ class NaiveAttention(AttentionMaintainer):
         Values, updated entrywise with :meth:`update_v`.
     dtype : torch.float32 or torch.float64, optional
         Default: the dtype of ``Q`` (integers become float64).
+    capacity : int, optional
+        A fixed number of rows, beyond which ``append_row`` is refused; default: grow as needed.
     """
 
     def update_k(self, i, j, delta) -> None:
@@ -83,10 +89,12 @@ class FullRecompute(AttentionMaintainer):
         Values, updated entrywise with :meth:`update_v`.
     dtype : torch.float32 or torch.float64, optional
         Default: the dtype of ``Q`` (integers become float64).
+    capacity : int, optional
+        A fixed number of rows, beyond which ``append_row`` is refused; default: grow as needed.
     """
 
-    def __init__(self, Q, K, V, *, dtype: torch.dtype | None = None) -> None:
-        super().__init__(Q, K, V, dtype=dtype)
+    def __init__(self, Q, K, V, *, dtype: torch.dtype | None = None, capacity: int | None = None) -> None:
+        super().__init__(Q, K, V, dtype=dtype, capacity=capacity)
         self._recompute()
         self.counters.rebuilds, self.counters.rebuild_work = 0, 0
         self.counters.init_work = self.m * self.n * (self.d + self.dv + 1)
@@ -120,6 +128,15 @@ class FullRecompute(AttentionMaintainer):
         self.counters.updates_v += 1
         self._recompute()
 
+    def append_row(self, k_row, v_row) -> int:
+        i = super().append_row(k_row, v_row)
+        self._recompute()
+        return i
+
+    def delete_row(self, i) -> None:
+        super().delete_row(i)
+        self._recompute()
+
     def query(self, i, j) -> float:
         i, j = self._check_q(i, j)
         self.counters.add_query(1)
@@ -149,10 +166,12 @@ class EagerAttention(AttentionMaintainer):
         Values, updated entrywise with :meth:`update_v`.
     dtype : torch.float32 or torch.float64, optional
         Default: the dtype of ``Q`` (integers become float64).
+    capacity : int, optional
+        A fixed number of rows, beyond which ``append_row`` is refused; default: grow as needed.
     """
 
-    def __init__(self, Q, K, V, *, dtype: torch.dtype | None = None) -> None:
-        super().__init__(Q, K, V, dtype=dtype)
+    def __init__(self, Q, K, V, *, dtype: torch.dtype | None = None, capacity: int | None = None) -> None:
+        super().__init__(Q, K, V, dtype=dtype, capacity=capacity)
         self._headroom = EXP_HEADROOM[self.dtype]
         self.M = torch.empty(self.m, self.dv, dtype=self.dtype)
         self.s = torch.empty(self.m, dtype=self.dtype)
@@ -183,6 +202,55 @@ class EagerAttention(AttentionMaintainer):
         self._refresh_column(i, old, self.Q @ self.K[i])
         self.counters.updates_k += 1
         self.counters.update_work += self.m * (2 * self.d + self.dv + 4)
+
+    def append_row(self, k_row, v_row) -> int:
+        """Append a key and value row: the new column of ``A`` times the value row added to ``M``, ``O(m (d +
+        d_v))``.
+
+        Parameters
+        ----------
+        k_row : sequence, array or tensor of length d
+        v_row : sequence, array or tensor of length d_v
+
+        Returns
+        -------
+        int
+            The new row's index.
+        """
+        k, v = self._check_append(k_row, v_row)
+        i = self._append_storage(k, v)
+        new = self.Q @ self.K[i]
+        self._raise_shift(new)
+        a = torch.exp(new - self.shift)
+        self.M.addr_(a, self.V[i])
+        self.s += a
+        self.counters.updates_k += 1
+        self.counters.update_work += self.m * (self.d + self.dv + 2)
+        return i
+
+    def delete_row(self, i) -> None:
+        """Delete row ``i`` (the last row takes its index): its column of ``A`` times its value row subtracted
+        from ``M``, ``O(m (d + d_v))``.
+
+        Parameters
+        ----------
+        i : int
+        """
+        i = self._check_delete(i)
+        a = torch.exp(self.Q @ self.K[i] - self.shift)
+        self.M.addr_(a, self.V[i], alpha=-1.0)
+        self.s -= a
+        self._delete_storage(i)
+        self.counters.updates_k += 1
+        self.counters.update_work += self.m * (self.d + self.dv + 2)
+
+    def _raise_shift(self, new: torch.Tensor) -> None:
+        if float((new - self.shift).max()) > self._headroom:
+            new_sh = torch.maximum(self.shift, new - self._headroom)
+            scale = torch.exp(self.shift - new_sh)
+            self.M *= scale[:, None]
+            self.s *= scale
+            self.shift.copy_(new_sh)
 
     def _refresh_column(self, i: int, old: torch.Tensor, new: torch.Tensor) -> None:
         if float((new - self.shift).max()) > self._headroom:
@@ -244,10 +312,22 @@ class DenseLazyAttention(AttentionMaintainer):
         Default: the dtype of ``Q`` (integers become float64).
     k : int, optional
         Override the rebuild period.
+    capacity : int, optional
+        A fixed number of rows, beyond which ``append_row`` is refused; default: grow as needed.
     """
 
-    def __init__(self, Q, K, V, tau: float = 0.5, *, dtype: torch.dtype | None = None, k: int | None = None) -> None:
-        super().__init__(Q, K, V, dtype=dtype)
+    def __init__(
+        self,
+        Q,
+        K,
+        V,
+        tau: float = 0.5,
+        *,
+        dtype: torch.dtype | None = None,
+        k: int | None = None,
+        capacity: int | None = None,
+    ) -> None:
+        super().__init__(Q, K, V, dtype=dtype, capacity=capacity)
         self.tau = check_tau(tau)
         k = check_int(k, "k", min_val=1, allow_none=True)
         self.k = rebuild_period(self.n, self.tau) if k is None else k
@@ -286,6 +366,50 @@ class DenseLazyAttention(AttentionMaintainer):
         self.counters.updates_v += 1
         self.counters.update_work += self.m + self.dv
         self._after()
+
+    def append_row(self, k_row, v_row) -> int:
+        """Append a key and value row: fold the pending pairs, then add the new column of ``A`` (``O(m (k d_v +
+        n))``: the stored ``A`` is reallocated).
+
+        Parameters
+        ----------
+        k_row : sequence, array or tensor of length d
+        v_row : sequence, array or tensor of length d_v
+
+        Returns
+        -------
+        int
+            The new row's index.
+        """
+        k, v = self._check_append(k_row, v_row)
+        self.rebuild()
+        i = self._append_storage(k, v)
+        a = torch.exp(self.Q @ self.K[i] - self.shift)
+        self.A = torch.cat([self.A, a[:, None]], dim=1)
+        self.M.addr_(a, self.V[i])
+        self.s += a
+        self.counters.updates_k += 1
+        self.counters.update_work += self.m * (self.n + self.d + self.dv)
+        return i
+
+    def delete_row(self, i) -> None:
+        """Delete row ``i`` (the last row takes its index): fold the pending pairs, subtract its column of ``A``
+        times its value row (``O(m (k d_v + n))``: the stored ``A`` is reallocated).
+
+        Parameters
+        ----------
+        i : int
+        """
+        i = self._check_delete(i)
+        self.rebuild()
+        a = self.A[:, i].clone()
+        self.M.addr_(a, self.V[i], alpha=-1.0)
+        self.s -= a
+        last = self._delete_storage(i)
+        self.A[:, i] = self.A[:, last]
+        self.A = self.A[:, :last].contiguous()
+        self.counters.updates_k += 1
+        self.counters.update_work += self.m * (self.n + self.d + self.dv)
 
     def _after(self) -> None:
         self.pending += 1

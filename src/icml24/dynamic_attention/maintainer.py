@@ -315,7 +315,8 @@ class WorkCounters:
 
 
 class AttentionMaintainer:
-    """The common interface: ``update_k``, ``update_v``, ``query``, ``query_row``, ``to_dense``.
+    """The common interface: ``update_k``, ``update_v`` (and their ``_row`` forms), ``append_row``,
+    ``delete_row``, ``query``, ``query_row``, ``to_dense``.
 
     ``Q`` is ``m x d`` (fixed), ``K`` is ``n x d`` and ``V`` is ``n x d_v``; the paper has ``m = n`` and
     ``d_v = d``. Subclasses maintain ``B = D^{-1} exp(Q K^T) V`` under entry updates of ``K`` and ``V``.
@@ -330,17 +331,112 @@ class AttentionMaintainer:
         Values, updated entrywise with :meth:`update_v`.
     dtype : torch.float32 or torch.float64, optional
         Default: the dtype of ``Q`` (integers become float64).
+    capacity : int, optional
+        A fixed number of rows, beyond which :meth:`append_row` is refused; default: grow as needed.
     """
 
-    def __init__(self, Q, K, V, *, dtype: torch.dtype | None = None) -> None:
-        self.Q, self.K, self.V = check_qkv(Q, K, V, dtype)
-        self._kbound, self._vbound = magnitude_limits(self.Q, self.K.shape[0])
-        # numpy views of the same memory, for cheap scalar reads and writes (torch indexing costs ~10 us)
-        self._Qn, self._Kn, self._Vn = self.Q.numpy(), self.K.numpy(), self.V.numpy()
+    def __init__(self, Q, K, V, *, dtype: torch.dtype | None = None, capacity: int | None = None) -> None:
+        self.Q, K, V = check_qkv(Q, K, V, dtype)
+        capacity = check_int(capacity, "capacity", min_val=1, allow_none=True)
+        if capacity is not None and capacity < K.shape[0]:
+            raise InputError(
+                f"capacity={capacity} is below the {K.shape[0]} rows of K", "pass capacity >= len(K), or None"
+            )
+        self.capacity = capacity
         self.m, self.d = self.Q.shape
-        self.n, self.dv = self.V.shape
+        self.n, self.dv = V.shape
         self.dtype = self.Q.dtype
+        self._Qn = self.Q.numpy()
+        # K and V live in buffers with room to append (fixed size with `capacity`, else doubled when full)
+        room = capacity if capacity is not None else self.n
+        self._Kbuf = torch.empty(room, self.d, dtype=self.dtype)
+        self._Vbuf = torch.empty(room, self.dv, dtype=self.dtype)
+        self._Kbuf[: self.n], self._Vbuf[: self.n] = K, V
+        self._kbound, vbound = magnitude_limits(self.Q, self.n)
+        self._vbound_1 = vbound * self.n  # the value bound for one key: it scales as 1 / n (O(1) per resize)
+        self._set_views()
         self.counters = WorkCounters()
+
+    def _set_views(self) -> None:
+        """``K``, ``V`` (the live rows of the buffers), their numpy views and the magnitude limits for ``n``."""
+        self.K, self.V = self._Kbuf[: self.n], self._Vbuf[: self.n]
+        # numpy views of the same memory, for cheap scalar reads and writes (torch indexing costs ~10 us)
+        self._Kn, self._Vn = self.K.numpy(), self.V.numpy()
+        self._vbound = self._vbound_1 / self.n
+
+    # -- appending and deleting rows (n changes)
+    def _check_append(self, k_row, v_row) -> tuple[np.ndarray, np.ndarray]:
+        if self.capacity is not None and self.n >= self.capacity:
+            raise InputError(
+                f"k_row cannot be appended: the structure is full ({self.n} rows, capacity={self.capacity})",
+                "delete a row first, or build it with a larger capacity (or capacity=None)",
+            )
+        k = self._check_vector(k_row, "k_row", "K", self.d, self._kbound)
+        v = self._check_vector(v_row, "v_row", "V", self.dv, self._vbound_1 / (self.n + 1))
+        return k, v
+
+    def _check_delete(self, i) -> int:
+        i = check_index("i", i, self.n)
+        if self.n == 1:
+            raise InputError("i: cannot delete the only row of K and V (attention needs a key)", "append one first")
+        return i
+
+    def _append_storage(self, k: np.ndarray, v: np.ndarray) -> int:
+        """Write the checked row at index ``n`` (doubling the buffers when full); return that index."""
+        if self.n == self._Kbuf.shape[0]:
+            room = 2 * self.n
+            Kb, Vb = torch.empty(room, self.d, dtype=self.dtype), torch.empty(room, self.dv, dtype=self.dtype)
+            Kb[: self.n], Vb[: self.n] = self.K, self.V
+            self._Kbuf, self._Vbuf = Kb, Vb
+        i = self.n
+        self._Kbuf.numpy()[i], self._Vbuf.numpy()[i] = k, v
+        self.n += 1
+        self._set_views()
+        return i
+
+    def _delete_storage(self, i: int) -> int:
+        """Swap-remove row ``i``: the last row moves to index ``i``; return the last row's old index."""
+        last = self.n - 1
+        if i != last:
+            self._Kn[i], self._Vn[i] = self._Kn[last], self._Vn[last]
+        self.n -= 1
+        self._set_views()
+        return last
+
+    def append_row(self, k_row, v_row) -> int:
+        """Append a key row and its value row (``n`` grows by one); here ``O(d + d_v)`` amortised.
+
+        Parameters
+        ----------
+        k_row : sequence, array or tensor of length d
+            The new key (finite, keeping the logits finite).
+        v_row : sequence, array or tensor of length d_v
+            Its value (finite).
+
+        Returns
+        -------
+        int
+            The new row's index, ``n - 1``.
+        """
+        k, v = self._check_append(k_row, v_row)
+        i = self._append_storage(k, v)
+        self.counters.updates_k += 1
+        self.counters.update_work += self.d + self.dv
+        return i
+
+    def delete_row(self, i) -> None:
+        """Delete key row ``i`` and its value row (``n`` shrinks by one). The last row takes index ``i``
+        (attention does not depend on the order of the keys), so no other index changes.
+
+        Parameters
+        ----------
+        i : int
+            A row of ``K`` (at least one row must remain).
+        """
+        i = self._check_delete(i)
+        self._delete_storage(i)
+        self.counters.updates_k += 1
+        self.counters.update_work += self.d + self.dv
 
     # -- validation shared by all maintainers
     def _check_k(self, i, j, delta) -> tuple[int, int, float]:
@@ -364,6 +460,29 @@ class AttentionMaintainer:
                 "use a smaller delta",
             )
         return i, j, delta
+
+    def _check_vector(self, value, arg: str, name: str, size: int, bound: float, base=None) -> np.ndarray:
+        """A finite float64 vector of length ``size`` whose sum with ``base`` (if given) stays within ``bound``."""
+        if isinstance(value, torch.Tensor):
+            value = value.detach().cpu().numpy()
+        try:
+            vec = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InputError(f"{arg} must be a vector of {size} numbers, got {type(value).__name__}") from None
+        if vec.shape != (size,):
+            raise InputError(
+                f"{arg} must be a vector of length {size}, got shape {vec.shape}", f"one entry per column of {name}"
+            )
+        if not np.isfinite(vec).all():
+            raise InputError(f"{arg} contains NaN or infinite entries")
+        new = vec if base is None else base.astype(np.float64) + vec
+        if not np.abs(new).max() <= bound:
+            raise InputError(
+                f"{arg} would put {float(np.abs(new).max()):.3g} in {name}, beyond {bound:.3g} "
+                f"(overflow in {self.dtype})",
+                f"use a smaller {arg}",
+            )
+        return vec.astype(np.float64 if self.dtype == torch.float64 else np.float32)
 
     def _check_row(self, i, delta, name: str, size: int, current: np.ndarray, bound: float):
         i = check_index("i", i, current.shape[0])

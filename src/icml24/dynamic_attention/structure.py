@@ -61,6 +61,13 @@ _BLOCK_ELEMENTS = 1 << 17  # entries of any m x (something) intermediate at a ti
 DEFAULT_RTOL = {torch.float64: 1e-10, torch.float32: 1e-4}
 
 
+def _grow(buf: np.ndarray) -> np.ndarray:
+    """``buf`` with twice the rows (the new ones zero)."""
+    out = np.zeros((2 * len(buf),) + buf.shape[1:], dtype=buf.dtype)
+    out[: len(buf)] = buf
+    return out
+
+
 def rebuild_period(n: int, tau: float) -> int:
     """The number of updates between rebuilds, ``k = ceil(n^tau)`` (at least 1).
 
@@ -101,6 +108,9 @@ class DynamicAttention(AttentionMaintainer):
         The precision guard's threshold: a row whose maintained sums carry a relative error bound above it is
         recomputed (module docstring). Default ``1e-10`` in float64 (answers within ~2e-10 relative),
         ``1e-4`` in float32.
+    capacity : int, optional
+        A fixed number of rows: :meth:`append_row` beyond it is refused. Default ``None``: the buffers of ``K``
+        and ``V`` double when full (appends stay ``O(d + d_v)`` amortised).
 
     Attributes
     ----------
@@ -116,6 +126,11 @@ class DynamicAttention(AttentionMaintainer):
     changed value row the snapshot key row of its row and its snapshot and current values. An update (of an
     entry, or of a whole row with :meth:`update_k_row` / :meth:`update_v_row`) therefore costs ``O(d + d_v)``
     when it opens a new pending row and ``O(1)`` (``O(d)`` for a row) otherwise, plus the amortised rebuild.
+    Appending a row (:meth:`append_row`) adds a column to ``A``: a pending key row without a snapshot term;
+    deleting one (:meth:`delete_row`, the last row taking its index) zeroes a column: a pending key row without
+    a current term (its logit masked to ``-inf``). Both cost ``O(d + d_v)`` and count as one update towards the
+    rebuild, as in the analysis of a key-row update; the precision guard covers them (a deleted dominant key
+    cancels exactly as a key edited down does).
     The scalar paths use numpy views of the same memory, to keep per-operation overhead small next to the
     ``O(k d)`` work.
 
@@ -137,12 +152,13 @@ class DynamicAttention(AttentionMaintainer):
         k: int | None = None,
         refresh_every: int | None = None,
         rtol: float | None = None,
+        capacity: int | None = None,
     ) -> None:
         tau = check_tau(tau)
         k = check_int(k, "k", min_val=1, allow_none=True)
         refresh_every = check_int(refresh_every, "refresh_every", min_val=1, allow_none=True)
         rtol = check_float(rtol, "rtol", min_val=1e-13, max_val=0.01, allow_none=True)
-        super().__init__(Q, K, V, dtype=dtype)
+        super().__init__(Q, K, V, dtype=dtype, capacity=capacity)
         self.tau = tau
         if k is None:
             k = rebuild_period(self.n, self.tau)
@@ -160,14 +176,18 @@ class DynamicAttention(AttentionMaintainer):
         self._qnn = self._qnorm.numpy()
         np_dtype = np.float64 if self.dtype == torch.float64 else np.float32
         kc = min(k, self.n)
-        # pending key rows C: _KC[2t] = current row, _KC[2t + 1] = snapshot row, _VC[t] = current value row
+        # pending key rows C: _KC[2t] = current row, _KC[2t + 1] = snapshot row, _VC[t] = current value row;
+        # _LM[2t] / _LM[2t + 1] is 0, or -inf where the row has no current (deleted) or snapshot (appended) term
         self._C: list[int] = []
         self._cpos: dict[int, int] = {}
         self._KC = np.zeros((2 * kc, self.d), dtype=np_dtype)
         self._VC = np.zeros((kc, self.dv), dtype=np_dtype)
+        self._LM = np.zeros(2 * kc, dtype=np_dtype)
+        self._masked = False  # whether any _LM entry is -inf
         # pending value rows R: the snapshot key row of each changed value row, its snapshot and current values
         kr = min(k, self.n)
         self._vslot: dict[int, int] = {}
+        self._nr = 0
         self._KR = np.zeros((kr, self.d), dtype=np_dtype)
         self._Rold = np.zeros((kr, self.dv), dtype=np_dtype)
         self._Rnew = np.zeros((kr, self.dv), dtype=np_dtype)
@@ -260,7 +280,8 @@ class DynamicAttention(AttentionMaintainer):
         i, j, delta = self._check_v(i, j, delta)
         slot = self._value_slot(i)
         self._Vn[i, j] += delta
-        self._Rnew[slot, j] = self._Vn[i, j]
+        if slot is not None:
+            self._Rnew[slot, j] = self._Vn[i, j]
         t = self._cpos.get(i)
         if t is not None:
             self._VC[t, j] = self._Vn[i, j]
@@ -273,6 +294,8 @@ class DynamicAttention(AttentionMaintainer):
         t = self._cpos.get(i)
         if t is None:
             t = len(self._C)
+            if t == len(self._VC):  # more distinct rows than n at construction (rows were appended)
+                self._KC, self._VC, self._LM = _grow(self._KC), _grow(self._VC), _grow(self._LM)
             self._cpos[i] = t
             self._C.append(i)
             self._KC[2 * t] = self._Kn[i]
@@ -282,13 +305,19 @@ class DynamicAttention(AttentionMaintainer):
             self.counters.update_work += 2 * self.d + self.dv
         return t
 
-    def _value_slot(self, i: int) -> int:
-        """The pending slot of value row ``i``, opened (snapshot key row, snapshot and current values) if new."""
+    def _value_slot(self, i: int) -> int | None:
+        """The pending slot of value row ``i``, opened (snapshot key row, snapshot and current values) if new;
+        ``None`` for a row appended since the rebuild (no snapshot term: its key slot carries its value)."""
         slot = self._vslot.get(i)
         if slot is None:
-            slot = len(self._vslot)
-            self._vslot[i] = slot
             t = self._cpos.get(i)
+            if t is not None and self._LM[2 * t + 1] != 0.0:
+                return None
+            slot = self._nr
+            if slot == len(self._KR):
+                self._KR, self._Rold, self._Rnew = _grow(self._KR), _grow(self._Rold), _grow(self._Rnew)
+            self._nr += 1
+            self._vslot[i] = slot
             self._KR[slot] = self._Kn[i] if t is None else self._KC[2 * t + 1]  # the snapshot key row
             self._pend_kmax = max(self._pend_kmax, float(np.abs(self._KR[slot]).max()))
             self._Rold[slot] = self._Vn[i]
@@ -330,12 +359,66 @@ class DynamicAttention(AttentionMaintainer):
         i, delta = self._check_v_row(i, delta)
         slot = self._value_slot(i)
         self._Vn[i] += delta
-        self._Rnew[slot] = self._Vn[i]
+        if slot is not None:
+            self._Rnew[slot] = self._Vn[i]
         t = self._cpos.get(i)
         if t is not None:
             self._VC[t] = self._Vn[i]
         self.counters.updates_v += 1
         self.counters.update_work += 3 * self.dv
+        self._after_update()
+
+    def append_row(self, k_row, v_row) -> int:
+        """Append a key row and its value row (``n`` grows by one): a new column of ``A``, i.e. one pending
+        key row with no snapshot term. ``O(d + d_v)`` amortised (the buffers double when full, unless
+        ``capacity`` is fixed), plus the amortised rebuild, as an update.
+
+        Parameters
+        ----------
+        k_row : sequence, array or tensor of length d
+            The new key (finite, keeping the logits finite).
+        v_row : sequence, array or tensor of length d_v
+            Its value (finite).
+
+        Returns
+        -------
+        int
+            The new row's index, ``n - 1``.
+        """
+        k, v = self._check_append(k_row, v_row)
+        i = self._append_storage(k, v)
+        t = self._key_slot(i)
+        self._LM[2 * t + 1] = -math.inf  # no snapshot term: the column was zero at the rebuild
+        self._masked = True
+        self.counters.updates_k += 1
+        self.counters.update_work += self.d + self.dv
+        self._after_update()
+        return i
+
+    def delete_row(self, i) -> None:
+        """Delete key row ``i`` and its value row (``n`` shrinks by one): its column of ``A`` becomes zero, i.e.
+        one pending key row with no current term. The last row takes index ``i`` (attention does not depend on
+        the order of the keys), so no other index changes. ``O(d + d_v)`` plus the amortised rebuild.
+
+        Parameters
+        ----------
+        i : int
+            A row of ``K`` (at least one row must remain).
+        """
+        i = self._check_delete(i)
+        t = self._key_slot(i)
+        self._LM[2 * t] = -math.inf  # no current term; the slot keeps the snapshot row and the last values
+        self._masked = True
+        del self._cpos[i]  # the slot and the value slot now belong to no index
+        self._vslot.pop(i, None)
+        last = self._delete_storage(i)
+        if last != i:
+            if last in self._cpos:
+                self._cpos[i] = self._cpos.pop(last)
+            if last in self._vslot:
+                self._vslot[i] = self._vslot.pop(last)
+        self.counters.updates_k += 1
+        self.counters.update_work += self.d + self.dv
         self._after_update()
 
     def _after_update(self) -> None:
@@ -355,8 +438,14 @@ class DynamicAttention(AttentionMaintainer):
         the snapshot key rows of ``R`` (``(2|C| + |R|) x d``); ``W`` maps the terms ``[a_new - a_old, a_R,
         a_new + a_old]`` of one query row to ``[dM, dH, dEM, ds, dES]`` (``(2|C| + |R|) x (3 d_v + 2)``), so
         that one product folds everything (the error-bound columns get ``rho`` afterwards)."""
-        nc, nr, dv = len(self._C), len(self._vslot), self.dv
+        nc, nr, dv = len(self._C), self._nr, self.dv
         Kall = torch.from_numpy(np.concatenate([self._KC[0 : 2 * nc : 2], self._KC[1 : 2 * nc : 2], self._KR[:nr]]))
+        self._Lmask = None
+        if self._masked:
+            lm = self._LM
+            self._Lmask = torch.from_numpy(
+                np.concatenate([lm[0 : 2 * nc : 2], lm[1 : 2 * nc : 2], np.zeros(nr, lm.dtype)])
+            )
         W = torch.zeros(2 * nc + nr, 3 * dv + 2, dtype=self.dtype)
         if nc:
             VC = torch.from_numpy(self._VC[:nc])
@@ -386,7 +475,7 @@ class DynamicAttention(AttentionMaintainer):
         are then recomputed from scratch (``counters.repairs``). Cost ``O(m k (d + d_v))`` plus
         ``O(n (d + d_v))`` per repaired row.
         """
-        nc, nr = len(self._C), len(self._vslot)
+        nc, nr = len(self._C), self._nr
         bad: list[torch.Tensor] = []
         if nc or nr:
             Kall, W = self._fold_operands()
@@ -399,6 +488,8 @@ class DynamicAttention(AttentionMaintainer):
                 M, H, EM = self.M[lo:hi], self.H[lo:hi], self.EM[lo:hi]
                 s, ES = self.s[lo:hi], self.ES[lo:hi]
                 L = self.Q[lo:hi] @ KallT
+                if self._Lmask is not None:
+                    L += self._Lmask
                 if nc:
                     new_sh = torch.maximum(sh, L[:, :nc].max(dim=1).values - self._headroom)
                     if bool((new_sh > sh).any()):
@@ -433,6 +524,9 @@ class DynamicAttention(AttentionMaintainer):
         self._C.clear()
         self._cpos.clear()
         self._vslot.clear()
+        self._nr = 0
+        self._LM[:] = 0.0
+        self._masked = False
         self._pend_kmax = 0.0
         self.pending = 0
 
@@ -459,11 +553,13 @@ class DynamicAttention(AttentionMaintainer):
         sh = float(self._shn[i])
         num, den = float(self._Mn[i, j]), float(self._sn[i])
         h, em, es = float(self._Hn[i, j]), float(self._EMn[i, j]), float(self._ESn[i])
-        nc, nr = len(self._C), len(self._vslot)
+        nc, nr = len(self._C), self._nr
         u = self._u
         if nc or nr:
             if nc:
                 logits = self._KC[: 2 * nc] @ q
+                if self._masked:
+                    logits += self._LM[: 2 * nc]
                 top = float(logits[0::2].max())
                 if top - sh > self._headroom:  # raise the shift for this query only
                     scale = math.exp(sh - top)
@@ -518,7 +614,7 @@ class DynamicAttention(AttentionMaintainer):
             Length ``d_v``.
         """
         i = check_index("i", i, self.m)
-        nc, nr = len(self._C), len(self._vslot)
+        nc, nr = len(self._C), self._nr
         self.counters.add_query(nc * (2 * self.d + 3 * self.dv + 2) + nr * (self.d + 3 * self.dv) + self.dv)
         q = self._Qn[i]
         sh = float(self._shn[i])
@@ -528,6 +624,8 @@ class DynamicAttention(AttentionMaintainer):
         if nc or nr:
             if nc:
                 logits = self._KC[: 2 * nc] @ q
+                if self._masked:
+                    logits += self._LM[: 2 * nc]
                 top = float(logits[0::2].max())
                 if top - sh > self._headroom:  # raise the shift for this query only
                     scale = math.exp(sh - top)
@@ -575,11 +673,11 @@ class DynamicAttention(AttentionMaintainer):
         torch.Tensor
             ``(m, d_v)``.
         """
-        b = self._block(2 * len(self._C) + len(self._vslot) + 3 * self.dv)
+        b = self._block(2 * len(self._C) + self._nr + 3 * self.dv)
         return torch.cat([self._rows(slice(lo, min(lo + b, self.m))) for lo in range(0, self.m, b)])
 
     def _rows(self, rows: slice) -> torch.Tensor:
-        nc, nr = len(self._C), len(self._vslot)
+        nc, nr = len(self._C), self._nr
         q = self.Q[rows]
         sh = self.shift[rows].clone()
         num, h, em = self.M[rows].clone(), self.H[rows].clone(), self.EM[rows].clone()
@@ -588,6 +686,8 @@ class DynamicAttention(AttentionMaintainer):
         if nc or nr:
             Kall, W = self._fold_operands()
             L = q @ Kall.T
+            if self._Lmask is not None:
+                L = L + self._Lmask
             if nc:
                 new_sh = torch.maximum(sh, L[:, :nc].max(dim=1).values - self._headroom)
                 scale = torch.exp(sh - new_sh)
