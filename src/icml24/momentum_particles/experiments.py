@@ -154,7 +154,7 @@ def run_regimes(scale: Scale, seed: int) -> dict[str, float]:
     Parameters
     ----------
     scale : Scale
-        SMOKE: 2 data sets, 10 particles, 1000 steps (PGD censored: its count is a lower bound); QUICK: 5, 20,
+        SMOKE: 2 data sets, 10 particles, 1000 steps (PGD censored: its count is a lower bound); QUICK: 10, 20,
         2000; PAPER: 10, 100, 2000 (the script's).
     seed : int
 
@@ -163,7 +163,7 @@ def run_regimes(scale: Scale, seed: int) -> dict[str, float]:
     dict of str to float
     """
     scale = Scale.parse(scale)
-    reps = scale.pick(2, 5, 10)
+    reps = scale.pick(2, 10, 10)
     parts = scale.pick(10, 20, 100)
     steps = scale.pick(1000, 2000, 2000)
     runs = toy_runs(replicates=reps, n_particles=parts, steps=steps, seed=seed)
