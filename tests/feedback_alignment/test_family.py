@@ -19,6 +19,7 @@ from icml24.feedback_alignment import (
     train,
     update_alignment,
 )
+from tests.conftest import needs_fashion
 
 
 def _data(shape, n_out, n=12, seed=0):
@@ -238,14 +239,11 @@ def test_bad_make_cnn_arguments(kwargs, match):
         make_cnn(**kwargs)
 
 
+@needs_fashion
 def test_fashion_mnist_cnn_table():
-    from icml24.errors import DataUnavailable
     from icml24.feedback_alignment.experiments import fashion_mnist_cnn, format_table
 
-    try:
-        rows = fashion_mnist_cnn(("backprop", "kp"), epochs=1, n_train=300, n_test=100, channels=(2, 4))
-    except DataUnavailable:
-        pytest.skip("Fashion-MNIST is not under the data root")
+    rows = fashion_mnist_cnn(("backprop", "kp"), epochs=1, n_train=300, n_test=100, channels=(2, 4))
     assert [r["rule"] for r in rows] == ["backprop", "kp"]
     assert all(0.0 <= r["test_accuracy"] <= 1.0 and r["seconds_per_epoch"] > 0 for r in rows)
     assert rows[0]["rho"] == pytest.approx(1.0) and "| kp |" in format_table(rows)

@@ -32,6 +32,7 @@ from icml24.spurious_memorization import (
     spurious_queries,
 )
 from icml24.spurious_memorization import test_accuracy as test_acc
+from tests.conftest import needs_fashion
 
 ARMS = [(f, a) for f in ("rf", "ntk") for a in ("phi2", "phi4", "relu")]
 
@@ -256,14 +257,11 @@ def test_activation_energy_is_the_sum_of_squared_coefficients():
 
 
 # ------------------------------------------------------------------------------------------- real images
+@needs_fashion
 def test_fashion_border_from_the_data_root():
     from icml24.data.spurious import fashion_border
-    from icml24.errors import DataUnavailable
 
-    try:
-        data = fashion_border(40, n_test=60, seed=0)
-    except DataUnavailable:
-        pytest.skip("Fashion-MNIST is not under the data root")
+    data = fashion_border(40, n_test=60, seed=0)
     assert data.z_train.shape == (40, 48 * 48) and data.shape == (48, 48)
     assert abs(data.alpha - (1 - 784 / 2304)) < 1e-12
     assert set(np.unique(data.g_train)) <= {-1.0, 1.0} and len(np.unique(data.g_test)) == 2

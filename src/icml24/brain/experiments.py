@@ -19,13 +19,10 @@ import torch
 from ..claims import Scale
 from ..data.text import EnumerableLanguage, SymbolReward
 from ..nn.lm import (
-    TrainConfig,
     kl_divergence,
-    language_batches,
     optimal_policy,
     response_logprobs,
-    tiny_gpt2,
-    train_lm,
+    sft_on_language,
 )
 from ..runs import save_figure
 from ..threads import single_thread
@@ -86,14 +83,7 @@ def build_world(seed: int, sft_steps: int) -> World:
     seed = check_seed(seed)
     sft_steps = check_int(sft_steps, "sft_steps", min_val=1)
     lang = EnumerableLanguage(symbols="abcd", prompt_len=2, response_len=4, seed=seed)
-    prior = tiny_gpt2(
-        lang.vocab_size, n_positions=16, n_embd=64, n_layer=2, n_head=4, tokenizer=lang.tokenizer, seed=seed
-    )
-    train_lm(
-        prior,
-        language_batches(lang, response_only=True),
-        TrainConfig(steps=sft_steps, batch_size=64, lr=3e-3, min_lr=3e-4, log_every=0, seed=seed),
-    )
+    prior = sft_on_language(lang, sft_steps, seed=seed)
     for p in prior.parameters():
         p.requires_grad_(False)
     prior_lp = response_logprobs(prior, lang).double()

@@ -19,7 +19,12 @@ import torch
 
 from ..claims import Scale
 from ..data.text import EnumerableLanguage, SymbolReward
-from ..nn.lm import TrainConfig, kl_divergence, language_batches, optimal_policy, response_logprobs, tiny_gpt2, train_lm
+from ..nn.lm import (
+    kl_divergence,
+    optimal_policy,
+    response_logprobs,
+    sft_on_language,
+)
 from ..runs import save_figure
 from ..threads import single_thread
 from ..validation import check_int, check_seed
@@ -85,15 +90,8 @@ def build_world(seed: int, sft_steps: int) -> World:
     seed = check_seed(seed)
     sft_steps = check_int(sft_steps, "sft_steps", min_val=1)
     lang = EnumerableLanguage(symbols="abcd", prompt_len=2, response_len=4, seed=seed)
-    ref = tiny_gpt2(
-        lang.vocab_size, n_positions=16, n_embd=64, n_layer=2, n_head=4, tokenizer=lang.tokenizer, seed=seed
-    )
     t0 = time.perf_counter()
-    train_lm(
-        ref,
-        language_batches(lang, response_only=True),
-        TrainConfig(steps=sft_steps, batch_size=64, lr=3e-3, min_lr=3e-4, log_every=0, seed=seed),
-    )
+    ref = sft_on_language(lang, sft_steps, seed=seed)
     sft = time.perf_counter() - t0
     return World(lang, ref, response_logprobs(ref, lang).double(), SymbolReward().table(lang), sft)
 

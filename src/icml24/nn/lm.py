@@ -21,6 +21,7 @@ from torch import Tensor
 
 from ..errors import InputError
 from ..runs import atomic_write_bytes
+from ..validation import check_int
 
 log = logging.getLogger(__name__)
 
@@ -590,6 +591,36 @@ def language_batches(lang, response_only: bool = False) -> Callable[[torch.Gener
         return {"input_ids": x, "labels": labels}
 
     return batch
+
+
+def sft_on_language(lang, steps: int, *, seed: int) -> torch.nn.Module:
+    """Train the tiny GPT-2 (2 layers, width 64) that dera and brain use as their SFT model on an enumerable
+    language: responses sampled from the language's ground-truth process, batches of 64, lr 3e-3 decaying to 3e-4.
+
+    Parameters
+    ----------
+    lang : icml24.data.text.EnumerableLanguage
+        The language; its tokenizer and vocabulary size shape the model.
+    steps : int
+        SFT steps.
+    seed : int
+        Seeds the model's initialisation and its training.
+
+    Returns
+    -------
+    torch.nn.Module
+        The trained model (a ``transformers`` GPT-2), in train mode.
+    """
+    steps = check_int(steps, "steps", min_val=1)
+    model = tiny_gpt2(
+        lang.vocab_size, n_positions=16, n_embd=64, n_layer=2, n_head=4, tokenizer=lang.tokenizer, seed=seed
+    )
+    train_lm(
+        model,
+        language_batches(lang, response_only=True),
+        TrainConfig(steps=steps, batch_size=64, lr=3e-3, min_lr=3e-4, log_every=0, seed=seed),
+    )
+    return model
 
 
 # ----------------------------------------------------------------------------------- exact alignment
