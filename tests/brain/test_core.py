@@ -126,6 +126,19 @@ def test_sampler_masks_after_eos(world):
     torch.testing.assert_close(s["logprob"], again, rtol=1e-5, atol=1e-5)
 
 
+def test_sampler_with_kv_cache_draws_what_the_full_recompute_draws(world):
+    lang, model = world
+    prompts = torch.tensor([lang.encode(p) for p in lang.prompts()])
+    kw = dict(generator=None, eos_token_id=lang.eos_id)
+    runs = [
+        sample_responses(model, prompts, 20, 5, **{**kw, "generator": torch.Generator().manual_seed(3)}, use_cache=c)
+        for c in (True, False)
+    ]
+    assert torch.equal(runs[0]["input_ids"], runs[1]["input_ids"])
+    assert torch.equal(runs[0]["attention_mask"], runs[1]["attention_mask"])
+    torch.testing.assert_close(runs[0]["logprob"], runs[1]["logprob"], rtol=1e-5, atol=1e-5)
+
+
 def test_trainer_moves_toward_the_posterior_and_resumes(world, tmp_path):
     lang, prior = world
     prompts = torch.tensor([lang.encode(p) for p in lang.prompts()])
@@ -164,3 +177,29 @@ def test_trainer_moves_toward_the_posterior_and_resumes(world, tmp_path):
         checkpoint=ck,
     )
     assert r2.steps == 8 and r2.samples == 0
+
+
+def test_trainer_with_lora_on_a_llama_moves_only_the_adapter():
+    peft = pytest.importorskip("peft")
+    from icml24.nn.lm import tiny_llama
+
+    lang = EnumerableLanguage(symbols="abc", prompt_len=1, response_len=3, seed=0)
+    prior = tiny_llama(lang.vocab_size, max_position_embeddings=16, hidden_size=32, num_hidden_layers=1, seed=0)
+    base = {k: v.clone() for k, v in prior.state_dict().items()}
+    policy = peft.get_peft_model(
+        copy.deepcopy(prior), peft.LoraConfig(r=2, lora_alpha=4, lora_dropout=0.0, target_modules=["q_proj", "v_proj"])
+    )
+    prompts = torch.tensor([lang.encode(p) for p in lang.prompts()])
+    lora0 = {k: v.clone() for k, v in policy.named_parameters() if "lora_B" in k}
+
+    def reward_fn(p, resp):
+        return (resp == lang.symbol_ids[0]).sum(1).float()
+
+    cfg = BrainConfig(n=3, steps=3, prompts_per_step=2, max_new_tokens=3, lr=1e-2, seed=0)
+    res = train_brain(policy, prior, prompts, reward_fn, cfg, eos_token_id=lang.eos_id)
+    assert res.steps == 3 and all(torch.isfinite(torch.tensor(res.losses)))
+    assert any(not torch.equal(v, lora0[k]) for k, v in policy.named_parameters() if "lora_B" in k)
+    assert all(torch.equal(v, base[k]) for k, v in prior.state_dict().items())
+    with policy.disable_adapter():
+        ids = prompts[:2]
+        torch.testing.assert_close(policy(input_ids=ids).logits, prior(input_ids=ids).logits)

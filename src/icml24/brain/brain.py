@@ -14,6 +14,7 @@ Notation (Pandey et al., ICML 2024, Sec. 3-4): ``x`` a prompt, ``y_1..y_n`` resp
 from __future__ import annotations
 
 import copy
+import inspect
 import logging
 import math
 import time
@@ -218,6 +219,12 @@ def brain_dpo_loss(policy_logp: Tensor, prior_logp: Tensor, reward: Tensor, *, d
 
 # ------------------------------------------------------------------------------------------------ sampling
 @torch.no_grad()
+def _cache_argument(model) -> str:
+    """The name under which ``model.forward`` takes its key/value cache (``cache`` from transformers 5.2x)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
+
+
 def sample_responses(
     model,
     prompt_ids: Tensor,
@@ -228,6 +235,7 @@ def sample_responses(
     allowed_ids: Tensor | None = None,
     eos_token_id: int | None = None,
     pad_token_id: int = 0,
+    use_cache: bool = True,
 ) -> dict[str, Tensor]:
     """Draw ``n`` responses per prompt by ancestral sampling (temperature 1, no top-k/top-p) and keep their
     exact log-probabilities under the sampling model (step 3).
@@ -250,6 +258,9 @@ def sample_responses(
         End of a response; later positions are padding (masked). None: responses run to ``max_new_tokens``.
     pad_token_id : int, default 0
         Id written after ``<eos>``.
+    use_cache : bool, default True
+        Reuse the model's key/value cache between tokens (one prefill, then one token per step), as
+        ``generate`` does; False recomputes the whole sequence at each token (same draws, slower).
 
     Returns
     -------
@@ -269,31 +280,46 @@ def sample_responses(
     was_training = model.training
     model.eval()
     try:
-        seq = ids.repeat_interleave(n, dim=0)
-        B = seq.size(0)
-        mask = torch.ones_like(seq)
-        done = torch.zeros(B, dtype=torch.bool)
-        lp = torch.zeros(B)
-        for _ in range(max_new_tokens):
-            logits = model(input_ids=seq, attention_mask=mask).logits[:, -1].float()
-            if allowed_ids is not None:
-                sub = torch.log_softmax(logits[:, allowed_ids], dim=-1)
-                j = torch.multinomial(sub.exp(), 1, generator=generator).squeeze(1)
-                tok, tlp = allowed_ids[j], sub.gather(1, j.unsqueeze(1)).squeeze(1)
-            else:
-                full = torch.log_softmax(logits, dim=-1)
-                tok = torch.multinomial(full.exp(), 1, generator=generator).squeeze(1)
-                tlp = full.gather(1, tok.unsqueeze(1)).squeeze(1)
-            lp = lp + torch.where(done, torch.zeros_like(tlp), tlp)
-            tok = torch.where(done, torch.full_like(tok, pad_token_id), tok)
-            seq = torch.cat([seq, tok.unsqueeze(1)], dim=1)
-            mask = torch.cat([mask, (~done).long().unsqueeze(1)], dim=1)
-            if eos_token_id is not None:
-                done = done | (tok == eos_token_id)
-                if bool(done.all()):
-                    break
+        with torch.no_grad():
+            return _ancestral(
+                model, ids, n, max_new_tokens, generator, allowed_ids, eos_token_id, pad_token_id, use_cache
+            )
     finally:
         model.train(was_training)
+
+
+def _ancestral(model, ids, n, max_new_tokens, generator, allowed_ids, eos_token_id, pad_token_id, use_cache):
+    seq = ids.repeat_interleave(n, dim=0)
+    B = seq.size(0)
+    mask = torch.ones_like(seq)
+    done = torch.zeros(B, dtype=torch.bool)
+    lp = torch.zeros(B)
+    past = None
+    cache_arg = _cache_argument(model)
+    for _ in range(max_new_tokens):
+        if use_cache:
+            step_ids = seq if past is None else seq[:, -1:]
+            out = model(input_ids=step_ids, attention_mask=mask, use_cache=True, **{cache_arg: past})
+            past = getattr(out, "cache", None) if cache_arg == "cache" else out.past_key_values
+        else:
+            out = model(input_ids=seq, attention_mask=mask)
+        logits = out.logits[:, -1].float()
+        if allowed_ids is not None:
+            sub = torch.log_softmax(logits[:, allowed_ids], dim=-1)
+            j = torch.multinomial(sub.exp(), 1, generator=generator).squeeze(1)
+            tok, tlp = allowed_ids[j], sub.gather(1, j.unsqueeze(1)).squeeze(1)
+        else:
+            full = torch.log_softmax(logits, dim=-1)
+            tok = torch.multinomial(full.exp(), 1, generator=generator).squeeze(1)
+            tlp = full.gather(1, tok.unsqueeze(1)).squeeze(1)
+        lp = lp + torch.where(done, torch.zeros_like(tlp), tlp)
+        tok = torch.where(done, torch.full_like(tok, pad_token_id), tok)
+        seq = torch.cat([seq, tok.unsqueeze(1)], dim=1)
+        mask = torch.cat([mask, (~done).long().unsqueeze(1)], dim=1)
+        if eos_token_id is not None:
+            done = done | (tok == eos_token_id)
+            if bool(done.all()):
+                break
     return {
         "input_ids": seq,
         "attention_mask": mask,
