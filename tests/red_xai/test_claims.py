@@ -59,7 +59,10 @@ def test_checks_claim():
             {"digits_rand_corr": 0.9},  # the heatmaps do not depend on the weights
             {"digits_rand_corr_input": 0.0},  # the check cannot fail
             {"digits_rma_model": 0.05},  # no mass on the patch before the fix
+            {"digits_flip_aopc_model": 0.04},  # flipping by the heatmap is no better than a random order
+            {"digits_flip_aopc_init": 0.5},  # the control passes the flipping check: it cannot tell
             {"arms": 2.0},
         ],
     )
+    assert "digits_rashomon_reliance_max" in m and m["digits_rashomon_models"] >= 3
     assert "digits_rma_init" in m  # the untrained model's mass is measured in the same run and reported

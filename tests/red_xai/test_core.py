@@ -1,3 +1,5 @@
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -105,3 +107,30 @@ def test_relevance_mass_and_reliance():
     assert rx.relevance_mass(h, mask).tolist() == [0.75, 0.0]
     m = rx.random_mask(mask, seed=0)
     assert int(m.sum()) == 1 and not bool((m & mask).any())
+
+
+def test_pixel_flipping_most_relevant_first_beats_random_and_ends_at_the_filled_image():
+    torch.manual_seed(0)
+    lin = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 2)).eval()
+    with torch.no_grad():
+        lin[1].weight.copy_(torch.stack([torch.linspace(-1, 3, 16), torch.zeros(16)]))
+        lin[1].bias.zero_()
+    x = torch.rand(12, 1, 4, 4) + 0.5
+    h = x * lin[1].weight[0].view(1, 1, 4, 4)  # gradient x input of the class-0 logit (exact for a linear model)
+    r = rx.pixel_flipping(lin, x, 0, h, steps=4, fraction=1.0)
+    p0 = torch.softmax(lin(x), 1)[:, 0].mean()
+    assert r["curve"][0] == pytest.approx(float(p0)) == pytest.approx(r["random_curve"][0])
+    assert r["curve"][-1] == pytest.approx(0.5) and r["random_curve"][-1] == pytest.approx(0.5)  # all pixels 0
+    assert r["aopc"] > r["aopc_random"]
+    assert int(np.argmin(r["curve"])) == 3  # lowest once the 12 positive-weight pixels are gone
+    anti = rx.pixel_flipping(lin, x, 0, -h, steps=4, fraction=1.0)
+    assert anti["aopc"] < r["aopc_random"]  # least relevant first is worse than random
+
+
+def test_rashomon_of_identical_models_has_no_spread():
+    net = rx.SmallNet(16, 3, 8, seed=0).eval()
+    x = torch.rand(20, 1, 4, 4)
+    y = torch.arange(20) % 3
+    r = rx.rashomon([net, copy.deepcopy(net)], x, y, x, y, 0, x[:5])
+    assert r["accuracy_spread"] == 0 and r["reliance_spread"] == 0
+    assert r["rank_correlation"] == pytest.approx(1.0) and r["rank_correlation_min"] == pytest.approx(1.0)

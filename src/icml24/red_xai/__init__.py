@@ -2,8 +2,9 @@
 
 One loop on a torch classifier: explain (:func:`attribute`, Captum), cluster the heatmaps (:func:`spray`), name the
 concept (:func:`concept_vector`, :func:`tcav`, scikit-learn probes), correct (:func:`p_clarc`, :func:`rrr`,
-:func:`a_clarc`) and re-measure (:func:`shortcut_reliance`, :func:`relevance_mass`). ``baselines`` holds
-accuracy-only validation, random-mask and whole-image RRR, and the clean-retrained oracle.
+:func:`a_clarc`) and re-measure (:func:`shortcut_reliance`, :func:`relevance_mass`, :func:`pixel_flipping`); explore
+the Rashomon set of near-equal models (:func:`rashomon`). ``baselines`` holds accuracy-only validation,
+random-mask and whole-image RRR, and the clean-retrained oracle.
 """
 
 from .baselines import accuracy_only, clean_oracle, random_mask, random_mask_rrr, whole_image_rrr
@@ -19,8 +20,10 @@ from .questioning import (
     concept_vector,
     fit,
     p_clarc,
+    pixel_flipping,
     predict,
     randomization_check,
+    rashomon,
     relevance_mass,
     rrr,
     shortcut_reliance,
@@ -48,6 +51,8 @@ __all__ = [
     "shortcut_reliance",
     "relevance_mass",
     "randomization_check",
+    "pixel_flipping",
+    "rashomon",
     "question",
     "accuracy_only",
     "random_mask",

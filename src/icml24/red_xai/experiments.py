@@ -26,8 +26,10 @@ from .questioning import (
     concept_vector,
     fit,
     p_clarc,
+    pixel_flipping,
     randomization_check,
     rank_correlation,
+    rashomon,
     relevance_mass,
     rrr,
     shortcut_reliance,
@@ -49,7 +51,15 @@ __all__ = [
 LAYER = "net.1"  # the first hidden ReLU: where the CAV is fitted and P-ClArC projects
 TARGET = 0
 CONFIG = {
-    Scale.SMOKE: {"arms": ("digits",), "epochs": 20, "hidden": 64, "n_train": 2000, "n_test": 1000, "runs": 5},
+    Scale.SMOKE: {
+        "arms": ("digits",),
+        "epochs": 20,
+        "hidden": 64,
+        "n_train": 2000,
+        "n_test": 1000,
+        "runs": 5,
+        "rashomon_widths": (32, 128),
+    },
     Scale.QUICK: {
         "arms": ("digits", "fashion-mnist"),
         "epochs": 20,
@@ -57,6 +67,7 @@ CONFIG = {
         "n_train": 2000,
         "n_test": 1000,
         "runs": 10,
+        "rashomon_widths": (32, 64, 128, 32, 128),
     },
     Scale.PAPER: {
         "arms": ("digits", "fashion-mnist"),
@@ -65,6 +76,7 @@ CONFIG = {
         "n_train": 10000,
         "n_test": 2000,
         "runs": 20,
+        "rashomon_widths": (32, 64, 128, 256, 32, 64, 128, 256),
     },
 }
 RRR_LAM = 0.1  # Ross et al.'s penalty weight, picked on the grid (0.03, 0.1, 0.3): all three fix both arms
@@ -291,7 +303,10 @@ def run_checks(scale: Scale, seed: int) -> dict[str, float]:
         on the patched class-0 training images) for the untrained init, the shortcut model, the oracle, P-ClArC,
         RRR and random-mask RRR; ``rand_corr`` (signed rank correlation with the fully randomised model's
         heatmaps), ``rand_corr_abs`` (of absolute relevance, reported), ``rand_corr_input`` (the input itself
-        used as the explanation: the model-blind control) and ``rand_corr_init`` (the untrained model's).
+        used as the explanation: the model-blind control) and ``rand_corr_init`` (the untrained model's);
+        ``flip_aopc_{model,init}`` and ``flip_aopc_random_{model,init}`` (pixel flipping, heatmap order and random
+        order); reported, the Rashomon set (the model and near-equal ones from other seeds and widths):
+        ``rashomon_acc_spread``, ``rashomon_reliance_{min,max}``, ``rashomon_corr`` and ``rashomon_corr_min``.
     """
     seed = check_seed(seed)
     m: dict[str, float] = {}
@@ -312,5 +327,23 @@ def run_checks(scale: Scale, seed: int) -> dict[str, float]:
         # the input as its own "explanation" is blind to the weights: randomising them leaves it unchanged
         m[f"{p}rand_corr_input"] = float(rank_correlation(xr, xr).mean())
         m[f"{p}heatmap_input_corr"] = float(rank_correlation(h, xr).mean())
+        # pixel-flipping faithfulness of the shortcut model's heatmaps, and of the untrained model's (control)
+        for k, net in (("model", s.model), ("init", nets["init"])):
+            f = pixel_flipping(net, xs, TARGET, attribute(net, xs, TARGET, "input_x_gradient"), seed=seed)
+            m[f"{p}flip_aopc_{k}"], m[f"{p}flip_aopc_random_{k}"] = f["aopc"], f["aopc_random"]
+        # the Rashomon set (reported): near-equal models from other seeds and widths, trained on the same data
+        cfg = CONFIG[Scale(scale)]
+        models = [s.model] + [
+            fit(SmallNet(d.x_train[0].numel(), 10, w, seed=1000 + seed * 10 + i), d.x_train, d.y_train,
+                epochs=cfg["epochs"], seed=1000 + seed * 10 + i)
+            for i, w in enumerate(cfg["rashomon_widths"])
+        ]  # fmt: skip
+        r = rashomon(models, d.x_test, d.y_test, d.x_swap, d.y_test, TARGET, xr)
+        m[f"{p}rashomon_models"] = float(len(models))
+        m[f"{p}rashomon_acc_spread"] = r["accuracy_spread"]
+        m[f"{p}rashomon_reliance_min"] = float(r["reliance"].min())
+        m[f"{p}rashomon_reliance_max"] = float(r["reliance"].max())
+        m[f"{p}rashomon_corr"] = r["rank_correlation"]
+        m[f"{p}rashomon_corr_min"] = r["rank_correlation_min"]
     m["arms"] = float(len(CONFIG[Scale(scale)]["arms"]))
     return m
