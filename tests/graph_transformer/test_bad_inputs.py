@@ -14,7 +14,7 @@ from icml24.graph_transformer import (
     pattern_graph,
     sample_context,
 )
-from icml24.graph_transformer.experiments import label_sweep
+from icml24.graph_transformer.experiments import discriminative_fractions, label_sweep
 from icml24.testing import assert_refuses, bad, coverage_gaps
 
 NAN = float("nan")
@@ -121,6 +121,33 @@ CASES = [
     bad("label_sweep", "steps", lambda: label_sweep("pattern", [16], steps=None), kind="none"),
     bad("label_sweep", "seed", lambda: label_sweep("pattern", [16], seed=-1), kind="range"),
     bad("label_sweep", "labels", lambda: label_sweep("pattern", [16.5]), kind="type"),
+    bad("label_sweep", "peers", lambda: label_sweep("pattern", [16], peers=("gat",)), kind="name"),
+    bad("label_sweep", "peers", lambda: label_sweep("pattern", [16], peers="gcn"), kind="type"),
+    bad(
+        "discriminative_fractions",
+        "y",
+        lambda: discriminative_fractions(torch.ones(4, 3), torch.zeros(4).long()),
+        kind="one-class",
+    ),
+    bad(
+        "discriminative_fractions",
+        "y",
+        lambda: discriminative_fractions(torch.ones(4, 3), torch.zeros(3).long()),
+        kind="shape",
+    ),
+    bad("discriminative_fractions", "x", lambda: discriminative_fractions(torch.ones(4), torch.arange(4)), kind="ndim"),
+    bad(
+        "discriminative_fractions",
+        "rule",
+        lambda: discriminative_fractions(torch.ones(4, 3), torch.arange(4) % 2, rule="mean"),
+        kind="name",
+    ),
+    bad(
+        "discriminative_fractions",
+        "x",
+        lambda: discriminative_fractions(torch.full((4, 3), float("nan")), torch.arange(4) % 2),
+        kind="nan",
+    ),
 ]
 
 

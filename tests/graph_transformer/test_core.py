@@ -104,3 +104,16 @@ def test_fit_gnn_peers_run():
     for kind in ("gcn", "sage", "gps"):
         model = fit_gnn(data, idx, kind=kind, epochs=3)
         assert model(data.x, data.edge_index).shape == (120, 2)
+
+
+def test_discriminative_fractions_count_nodes_nearer_their_own_class():
+    from icml24.graph_transformer.experiments import discriminative_fractions
+
+    e = torch.eye(3)
+    # class 0: three nodes on e0 and one on e1 (not discriminative); class 1: four nodes on e1
+    x = torch.stack([e[0], e[0], e[0], e[1], e[1], e[1], e[1], e[1]]) * torch.arange(1, 9).view(-1, 1)
+    y = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
+    for rule in ("centroid", "pattern"):
+        d = discriminative_fractions(x, y, rule=rule)
+        assert d["fractions"] == [0.75, 1.0], rule
+        assert len(d["spectrum"]) <= 10 and abs(sum(d["spectrum"]) - 1.0) < 1e-9  # 3 features: all of the trace

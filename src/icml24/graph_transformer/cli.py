@@ -46,6 +46,9 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "--labels", default="20,40,80", help="comma-separated label counts (per class on cora; default 20,40,80)"
     )
     p.add_argument("--steps", type=int, default=200, help="SGD steps of each shallow model (default 200)")
+    p.add_argument(
+        "--peers", default="gcn,gps", help="PyG peers beside the shallow GT: gcn, sage, gps (default gcn,gps)"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--plot", default="graph_transformer.png", metavar="FILE.png", help="where to save the plot")
     return p
@@ -67,7 +70,14 @@ def sweep_command(args: argparse.Namespace) -> int:
 
     from ..errors import InputError
     from ..runs import atomic_write_bytes
-    from .experiments import LABELS, PAPER_TREND, label_sweep, sweep_figure
+    from .experiments import (
+        LABELS,
+        PAPER_CORA_FRACTIONS,
+        PAPER_TREND,
+        discriminative_fractions,
+        label_sweep,
+        sweep_figure,
+    )
 
     try:
         labels = [int(v) for v in str(args.labels).split(",") if v.strip()]
@@ -75,7 +85,8 @@ def sweep_command(args: argparse.Namespace) -> int:
         raise InputError(
             f"--labels {args.labels!r} is not a comma-separated list of integers", "e.g. 20,40,80"
         ) from None
-    res = label_sweep(args.data, labels, seed=args.seed, steps=args.steps)
+    peers = [v.strip() for v in str(args.peers).split(",") if v.strip()]
+    res = label_sweep(args.data, labels, seed=args.seed, steps=args.steps, peers=peers)
     unit = "labels/class" if args.data == "cora" else "labels"
     print(f"{args.data}: test accuracy, seed {args.seed}")
     print(f"{unit:>13} " + " ".join(f"{LABELS[k]:>14}" for k in res))
@@ -85,6 +96,15 @@ def sweep_command(args: argparse.Namespace) -> int:
     order = " >= ".join(LABELS[k] for k in sorted(mean, key=mean.get, reverse=True))
     print(f"ours (mean over label counts): {order}")
     print(PAPER_TREND)
+    if args.data == "cora":
+        from ..data import planetoid
+
+        raw = planetoid("cora")
+        for rule in ("centroid", "pattern"):
+            d = discriminative_fractions(raw.x, raw.y, rule=rule)
+            print(f"discriminative fraction per class ({rule} rule): " + " ".join(f"{f:.3f}" for f in d["fractions"]))
+        print("paper appendix, Table R1 (rule not stated):      " + " ".join(f"{f:.3f}" for f in PAPER_CORA_FRACTIONS))
+        print("class-0 covariance, top eigenvalue shares: " + " ".join(f"{e:.3f}" for e in d["spectrum"][:5]))
     fig = sweep_figure(res, title=f"{args.data}, seed {args.seed}")
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
