@@ -1,0 +1,272 @@
+"""Jetfire's speed against its peers, in one process, as ratios (median of repeats, threads fixed and printed).
+
+CPU (always):
+1. the raw GEMM limit: ``torch._int_mm`` (INT8 x INT8 -> INT32, oneDNN VNNI) against FP32 and BF16 matmul;
+2. one linear layer's forward + backward (tokens = in = out = n): FP32, BF16 weights and inputs, per-tensor INT8
+   and SwitchBack (one ``_int_mm`` per GEMM), Jetfire (block-scaled: one ``_int_mm`` per 32-wide K chunk),
+   torchao's INT8 mixed-precision training where it imports;
+3. one GPT-2 block's training step (forward + backward): FP32, BF16 autocast, per-tensor INT8, Jetfire.
+
+GPU (only when CUDA is present; H100/H200-class): INT8 ``torch._int_mm`` vs BF16 matmul vs FP8 ``torch._scaled_mm``
+at 4096-16384, and Jetfire's block GEMM and linear layer (torch ops on CUDA) against BF16.
+
+Run: ``python benchmarks/jetfire.py [--threads 1] [--repeats 3] [--sizes 1024 2048] [--block-tokens 2048]``.
+Results are saved to ``runs/bench-jetfire.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+
+def _median_time(fn, repeats: int, sync=None) -> float:
+    fn()
+    if sync:
+        sync()
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        if sync:
+            sync()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+def raw_gemm(n: int, repeats: int) -> dict:
+    """INT8 / FP32 / BF16 square GEMM times (s).
+
+    Parameters
+    ----------
+    n : int
+    repeats : int
+
+    Returns
+    -------
+    dict
+    """
+    a = torch.randint(-127, 128, (n, n), dtype=torch.int8)
+    b = torch.randint(-127, 128, (n, n), dtype=torch.int8)
+    af, bf = a.float(), b.float()
+    ab, bb = af.bfloat16(), bf.bfloat16()
+    return {
+        "int8": _median_time(lambda: torch._int_mm(a, b), repeats),
+        "fp32": _median_time(lambda: af @ bf, repeats),
+        "bf16": _median_time(lambda: ab @ bb, repeats),
+    }
+
+
+def linear_step(n: int, repeats: int) -> dict:
+    """Forward + backward of one n x n linear layer on n tokens, per method (s).
+
+    Parameters
+    ----------
+    n : int
+    repeats : int
+
+    Returns
+    -------
+    dict
+    """
+    from icml24.jetfire import Int8Linear, JetfireLinear, torchao_int8_mixed_precision
+
+    g = torch.Generator().manual_seed(0)
+    ref = torch.nn.Linear(n, n)
+    x = torch.randn(n, n, generator=g)
+    layers = {
+        "fp32": (ref, x),
+        "bf16": (torch.nn.Linear(n, n).bfloat16(), x.bfloat16()),
+        "per_tensor": (Int8Linear.from_linear(ref, scheme="per_tensor"), x),
+        "switchback": (Int8Linear.from_linear(ref, scheme="switchback"), x),
+        "jetfire": (JetfireLinear.from_linear(ref), x),
+    }
+    try:
+        layers["torchao_int8_mp"] = (torchao_int8_mixed_precision(torch.nn.Sequential(ref))[0], x)
+    except Exception as exc:  # noqa: BLE001 - the optional peer is reported, not required
+        print(f"  torchao peer unavailable: {type(exc).__name__}: {exc}")
+    out = {}
+    for name, (layer, inp) in layers.items():
+        xi = inp.clone().requires_grad_()
+
+        def step(layer=layer, xi=xi):
+            layer.zero_grad(set_to_none=True)
+            xi.grad = None
+            layer(xi).sum().backward()
+
+        out[name] = _median_time(step, repeats)
+    return out
+
+
+def block_step(tokens: int, d: int, repeats: int) -> dict:
+    """Forward + backward of one GPT-2 block (d, 4 d MLP) on ``tokens`` tokens, per method (s).
+
+    Parameters
+    ----------
+    tokens, d : int
+    repeats : int
+
+    Returns
+    -------
+    dict
+    """
+    from icml24.jetfire import convert, convert_baseline
+    from icml24.jetfire.experiments import gpt2_block
+
+    block = gpt2_block(d, max(1, d // 64), 0)
+    x = torch.randn(1, tokens, d)
+    runs = {
+        "fp32": (block, False),
+        "bf16_autocast": (block, True),
+        "per_tensor": (convert_baseline(block, "per_tensor"), False),
+        "jetfire": (convert(block), True),
+    }
+    out = {}
+    for name, (m, ac) in runs.items():
+        xi = x.clone().requires_grad_()
+
+        def step(m=m, ac=ac, xi=xi):
+            m.zero_grad(set_to_none=True)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=ac):
+                y = m(xi)
+                y = y[0] if isinstance(y, tuple) else y
+            y.float().sum().backward()
+
+        out[name] = _median_time(step, repeats)
+    return out
+
+
+def _gpu_gemm(n: int, repeats: int) -> dict:
+    sync, dev = torch.cuda.synchronize, "cuda"
+    a = torch.randint(-127, 128, (n, n), dtype=torch.int8, device=dev)
+    b = torch.randint(-127, 128, (n, n), dtype=torch.int8, device=dev).t()  # column-major B for cuBLASLt
+    ab, bb = a.bfloat16(), b.bfloat16()
+    t = {
+        "bf16": _median_time(lambda: ab @ bb, repeats, sync),
+        "int8": _median_time(lambda: torch._int_mm(a, b), repeats, sync),
+    }
+    try:
+        a8 = ab.to(torch.float8_e4m3fn)
+        b8 = bb.t().contiguous().to(torch.float8_e4m3fn).t()
+        one = torch.ones((), device=dev)
+        t["fp8"] = _median_time(
+            lambda: torch._scaled_mm(a8, b8, scale_a=one, scale_b=one, out_dtype=torch.bfloat16), repeats, sync
+        )
+    except Exception as exc:  # noqa: BLE001 - FP8 needs sm_89+
+        print(f"  fp8 _scaled_mm unavailable: {exc}")
+        t["fp8"] = float("nan")
+    return t
+
+
+def _gpu_jetfire(n: int, repeats: int) -> dict:
+    from icml24.jetfire import JetfireLinear, block_matmul, quantize_blocks
+
+    sync, dev = torch.cuda.synchronize, "cuda"
+    x = torch.randn(n, n, device=dev)
+    w = torch.randn(n, n, device=dev)
+    qx, qw = quantize_blocks(x), quantize_blocks(w)
+    xb, wb = x.bfloat16(), w.bfloat16()
+    ref = torch.nn.Linear(n, n, device=dev)
+    jl = JetfireLinear.from_linear(ref)
+    lb = torch.nn.Linear(n, n, device=dev, dtype=torch.bfloat16)
+    xj, xbb = x.clone().requires_grad_(), xb.clone().requires_grad_()
+    return {
+        "quantize": _median_time(lambda: quantize_blocks(x), repeats, sync),
+        "gemm": _median_time(lambda: block_matmul(qx, qw), repeats, sync),
+        "bf16_gemm": _median_time(lambda: xb @ wb.t(), repeats, sync),
+        "linear": _median_time(lambda: jl(xj).sum().backward(), repeats, sync),
+        "bf16_linear": _median_time(lambda: lb(xbb).float().sum().backward(), repeats, sync),
+    }
+
+
+def gpu_part(repeats: int) -> dict:
+    """H100/H200-class GEMMs: INT8 vs BF16 vs FP8 ``_scaled_mm``; Jetfire's block GEMM and linear vs BF16.
+
+    Parameters
+    ----------
+    repeats : int
+
+    Returns
+    -------
+    dict
+    """
+    res = {"device": torch.cuda.get_device_name(), "gemm": {}, "jetfire": {}}
+    print(f"GPU: {res['device']}")
+    print(f"{'n':>6} {'bf16 TF/s':>10} {'int8 TOP/s':>11} {'fp8 TF/s':>9} {'int8/bf16':>10} {'fp8/bf16':>9}")
+    for n in (4096, 8192, 16384):
+        t = res["gemm"][n] = _gpu_gemm(n, repeats)
+        ops = 2 * n**3
+        print(
+            f"{n:>6} {ops / t['bf16'] / 1e12:>10.0f} {ops / t['int8'] / 1e12:>11.0f} {ops / t['fp8'] / 1e12:>9.0f} "
+            f"{t['bf16'] / t['int8']:>10.2f} {t['bf16'] / t['fp8']:>9.2f}"
+        )
+    print(f"{'n':>6} {'quantize ms':>12} {'jetfire gemm / bf16':>20} {'jetfire linear f+b / bf16':>26}")
+    for n in (4096, 8192):
+        t = res["jetfire"][n] = _gpu_jetfire(n, repeats)
+        print(
+            f"{n:>6} {t['quantize'] * 1e3:>12.2f} {t['bf16_gemm'] / t['gemm']:>20.3f} "
+            f"{t['bf16_linear'] / t['linear']:>26.3f}"
+        )
+    return res
+
+
+def main() -> None:
+    """Run the benchmark and print the tables (results saved under ``runs/``)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048], help="n for the linear (up to 8192)")
+    ap.add_argument("--block-tokens", type=int, default=2048)
+    ap.add_argument("--block-d", type=int, default=512)
+    ap.add_argument("--skip-cpu", action="store_true")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    res: dict = {"threads": torch.get_num_threads(), "cpu": {}}
+    print(f"threads {torch.get_num_threads()}; timings are medians of {args.repeats}; ratios are baseline / method")
+    if not args.skip_cpu:
+        print("\nraw GEMM (n x n x n):")
+        print(f"{'n':>6} {'int8 ms':>9} {'fp32 ms':>9} {'bf16 ms':>9} {'fp32/int8':>10} {'bf16/int8':>10}")
+        for n in args.sizes:
+            t = raw_gemm(n, args.repeats)
+            res["cpu"].setdefault("raw", {})[n] = t
+            print(
+                f"{n:>6} {t['int8'] * 1e3:>9.1f} {t['fp32'] * 1e3:>9.1f} {t['bf16'] * 1e3:>9.1f} "
+                f"{t['fp32'] / t['int8']:>10.2f} {t['bf16'] / t['int8']:>10.2f}"
+            )
+        print("\nlinear layer forward + backward (n tokens, n -> n):")
+        for n in args.sizes:
+            t = linear_step(n, args.repeats)
+            res["cpu"].setdefault("linear", {})[n] = t
+            cols = " ".join(f"{k} {v * 1e3:.0f} ms" for k, v in t.items())
+            print(f"{n:>6} {cols}")
+            print(
+                f"{'':>6} fp32/jetfire {t['fp32'] / t['jetfire']:.2f}, bf16/jetfire {t['bf16'] / t['jetfire']:.2f}, "
+                f"per_tensor/jetfire {t['per_tensor'] / t['jetfire']:.2f}, bf16/per_tensor "
+                f"{t['bf16'] / t['per_tensor']:.2f}"
+            )
+        print(f"\nGPT-2 block training step ({args.block_tokens} tokens, d = {args.block_d}):")
+        t = block_step(args.block_tokens, args.block_d, args.repeats)
+        res["cpu"]["block"] = t
+        print(" ".join(f"{k} {v * 1e3:.0f} ms" for k, v in t.items()))
+        print(
+            f"fp32/jetfire {t['fp32'] / t['jetfire']:.2f}, bf16/jetfire {t['bf16_autocast'] / t['jetfire']:.2f}, "
+            f"per_tensor/jetfire {t['per_tensor'] / t['jetfire']:.2f}"
+        )
+    if torch.cuda.is_available():
+        print()
+        res["gpu"] = gpu_part(args.repeats)
+    else:
+        print("\nno CUDA device: the GPU part (INT8 vs BF16 vs FP8 _scaled_mm) is skipped")
+    out = Path("runs") / "bench-jetfire.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(res, indent=1, default=str))
+    print(f"saved {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""``icml24 jetfire train``: train the char-level GPT on tiny Shakespeare with Jetfire (INT8 data flow, per-block
+quantization) and, from the same initialisation on the same batches, in FP32; print both losses.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..validation import check_int, check_seed
+
+DATASETS = ("shakespeare",)
+
+
+def register(subparsers, parents) -> None:
+    """Add ``icml24 jetfire`` to the core command line (no heavy import here).
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+    parents : list of argparse.ArgumentParser
+    """
+    p = subparsers.add_parser("jetfire", parents=parents, help="INT8 transformer training with per-block quantization")
+    sub = p.add_subparsers(dest="jetfire_command", required=True)
+    t = sub.add_parser("train", parents=parents, help="train the tiny char GPT with Jetfire and with FP32")
+    add_arguments(t)
+    t.set_defaults(func=train_command)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the verb's arguments.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        ``p`` itself.
+    """
+    p.add_argument("--data", default="shakespeare", choices=DATASETS, help="tiny Shakespeare from the data root")
+    p.add_argument("--steps", type=int, default=500, help="training steps (default 500)")
+    p.add_argument("--batch-size", type=int, default=16, help="sequences of 64 characters per step (default 16)")
+    p.add_argument("--layers", type=int, default=4, help="transformer blocks (default 4)")
+    p.add_argument("--width", type=int, default=128, help="model width d (default 128)")
+    p.add_argument("--block-size", type=int, default=32, help="quantization block side (default 32)")
+    p.add_argument("--no-fp32", action="store_true", help="skip the FP32 reference run")
+    p.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def train_command(args: argparse.Namespace) -> int:
+    """Run the verb.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+
+    Returns
+    -------
+    int
+        0.
+    """
+    steps = check_int(args.steps, "--steps", min_val=1)
+    bs = check_int(args.batch_size, "--batch-size", min_val=1)
+    layers = check_int(args.layers, "--layers", min_val=1)
+    width = check_int(args.width, "--width", min_val=4)
+    seed = check_seed(args.seed, "--seed")
+    from ..errors import InputError
+
+    if width % 4:
+        raise InputError(f"--width must be a multiple of 4 (4 heads), got {width}")
+    import copy
+    import time
+
+    from ..nn.lm import TrainConfig, corpus_batches, tiny_gpt2, train_lm
+    from .experiments import shakespeare_ids, val_loss
+    from .layers import convert
+    from .quant import check_block_size
+
+    block = check_block_size(args.block_size, "--block-size")
+    train_ids, val_ids, alphabet = shakespeare_ids()
+    base = tiny_gpt2(len(alphabet), n_positions=64, n_embd=width, n_layer=layers, n_head=4, seed=seed)
+    cfg = TrainConfig(steps=steps, batch_size=bs, lr=2e-3, min_lr=2e-4, warmup=10, log_every=0, seed=seed)
+    batches = corpus_batches(train_ids, 64)
+    runs = {"jetfire": convert(base, block_size=block, seed=seed)}
+    if not args.no_fp32:
+        runs["fp32"] = copy.deepcopy(base)
+    print(f"tiny Shakespeare: {len(alphabet)} characters; GPT {layers} x d={width}, context 64, {steps} steps of {bs}")
+    results = {}
+    for name, model in runs.items():
+        t0 = time.perf_counter()
+        res = train_lm(model, batches, cfg)
+        results[name] = (res.losses, val_loss(model, val_ids, 64, 8), time.perf_counter() - t0)
+    every = max(1, steps // 10)
+    print(f"{'step':>6} " + " ".join(f"{n + ' loss':>13}" for n in results))
+    for i in range(every - 1, steps, every):
+        print(f"{i + 1:>6} " + " ".join(f"{results[n][0][i]:>13.4f}" for n in results))
+    for name, (_, val, sec) in results.items():
+        print(f"{name}: validation loss {val:.4f}, {sec:.1f} s")
+    if "fp32" in results:
+        gap = (results["jetfire"][1] - results["fp32"][1]) / results["fp32"][1]
+        print(f"jetfire vs fp32: validation loss {gap:+.2%}")
+    return 0
+
+
+__all__ = ["register", "add_arguments", "train_command"]

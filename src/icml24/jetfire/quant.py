@@ -1,0 +1,442 @@
+"""Per-block INT8 quantization and the block-scaled INT8 GEMM of Jetfire (Xi et al., ICML 2024, Sec. 4-5).
+
+A 2-D tensor is cut into ``B x B`` blocks (``B = 32`` in the official code, ``QArgs.qgroup_size_lin``); each
+block gets the scale ``s = max|X_block| / 127`` and ``q = round(X / s)`` in INT8 (Eq. 1 of the paper). Rounding
+is to nearest even in the forward pass and stochastic for gradients (official ``quantize_stochastic``: uniform
+noise in (-0.5, 0.5) added to ``|x| / s``, sign restored, clamped, rounded). Square blocks make the transpose of
+a quantized tensor a quantized tensor with the same blocks, which the backward GEMMs use.
+
+The GEMM ``Y = A B^T`` (Sec. 5.1) accumulates the INT8 x INT8 products of each 32-wide K chunk in INT32
+(``torch._int_mm``: oneDNN VNNI kernels on CPUs, cuBLASLt on GPUs), rescales them by ``s_A[I, k] s_B[J, k]``
+and accumulates in FP32; its output is FP32 or requantized per block to INT8.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from ..errors import InputError
+from ..validation import check_choice, check_int, check_tensor
+
+BLOCK = 32  # official QArgs.qgroup_size_lin = qgroup_size_non = 32
+QMAX = 127.0
+ROUNDINGS = ("nearest", "stochastic")
+GRANULARITIES = ("block", "tensor", "token", "channel")
+
+
+def check_block_size(block_size, name: str = "block_size") -> int:
+    """A block size: a power of two between 1 and 1024.
+
+    Parameters
+    ----------
+    block_size : int
+        The value to check.
+    name : str, default "block_size"
+        The argument's name for the message.
+
+    Returns
+    -------
+    int
+        ``block_size``.
+
+    Raises
+    ------
+    InputError
+        If it is not an integer power of two in [1, 1024].
+    """
+    b = check_int(block_size, name, min_val=1, max_val=1024)
+    if b & (b - 1):
+        raise InputError(f"{name} must be a power of two (official 32), got {b}")
+    return b
+
+
+def _check_float_tensor(x, name: str, ndim=(2,)) -> Tensor:
+    x = check_tensor(x, name, ndim=ndim)
+    if x.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        raise InputError(f"{name} must be float16, bfloat16, float32 or float64, got {x.dtype}")
+    return x
+
+
+def _check_generator(generator, name: str = "generator"):
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise InputError(f"{name} must be a torch.Generator or None, got {type(generator).__name__}")
+    return generator
+
+
+def _round(y: Tensor, rounding: str, generator: torch.Generator | None) -> Tensor:
+    if rounding == "nearest":
+        return torch.round(y)  # round half to even, as the official kernels' rint
+    return torch.sign(y) * torch.round(y.abs() + uniform_noise(y.shape, generator, y.device))
+
+
+def uniform_noise(shape, generator: torch.Generator | None, device) -> Tensor:
+    """Uniform noise in (-0.5, 0.5) with 16-bit resolution, two draws per 32-bit random integer.
+
+    Four times cheaper than ``torch.rand`` on CPU; the rounding bias it leaves is below 2^-17 of a step.
+
+    Parameters
+    ----------
+    shape : tuple of int
+    generator : torch.Generator or None
+    device : torch.device
+
+    Returns
+    -------
+    torch.Tensor
+        FP32 of ``shape``.
+    """
+    n = 1
+    for d in shape:
+        n *= int(d)
+    r = torch.randint(-(2**31), 2**31 - 1, ((n + 1) // 2,), generator=generator, device=device, dtype=torch.int32)
+    return ((r.view(torch.int16)[:n].to(torch.float32) + 0.5) / 65536.0).view(shape)
+
+
+@dataclass(frozen=True)
+class BlockQuant:
+    """An INT8 tensor with one scale per ``block x block`` tile: the pair Jetfire's operators exchange.
+
+    Parameters
+    ----------
+    data : torch.Tensor
+        INT8, shape ``(Mp, Np)``: the original ``(M, N)`` zero-padded to multiples of ``block``.
+    scales : torch.Tensor
+        FP32, shape ``(Mp / block, Np / block)``; 0 for an all-zero block.
+    shape : tuple of int
+        The unpadded ``(M, N)``.
+    block : int
+        The block size.
+    """
+
+    data: Tensor
+    scales: Tensor
+    shape: tuple[int, int]
+    block: int
+
+    def dequantize(self, dtype: torch.dtype = torch.float32) -> Tensor:
+        """The real tensor ``q * s`` per block, cropped to ``shape``.
+
+        Parameters
+        ----------
+        dtype : torch.dtype, default torch.float32
+
+        Returns
+        -------
+        torch.Tensor
+            Shape ``shape``.
+        """
+        b = self.block
+        s = self.scales.repeat_interleave(b, 0).repeat_interleave(b, 1)
+        return (self.data.to(torch.float32) * s)[: self.shape[0], : self.shape[1]].to(dtype)
+
+    def t(self) -> "BlockQuant":
+        """The transpose: square blocks transpose into the blocks of the transpose (no requantization).
+
+        Returns
+        -------
+        BlockQuant
+        """
+        return BlockQuant(self.data.t().contiguous(), self.scales.t().contiguous(), self.shape[::-1], self.block)
+
+    def nbytes(self) -> int:
+        """Bytes held: the INT8 data and the FP32 scales.
+
+        Returns
+        -------
+        int
+        """
+        return self.data.numel() * self.data.element_size() + self.scales.numel() * self.scales.element_size()
+
+    def to_autograd(self) -> tuple[Tensor, Tensor]:
+        """The pair as tensors autograd accepts across ``autograd.Function`` boundaries.
+
+        Autograd tracks floating dtypes only, so the INT8 data is viewed (not copied) as ``float8_e4m3fn``,
+        as the official ``qmodel.py`` does; :meth:`from_autograd` views it back.
+
+        Returns
+        -------
+        (torch.Tensor, torch.Tensor)
+            The data viewed as ``float8_e4m3fn`` and the scales.
+        """
+        return self.data.view(torch.float8_e4m3fn), self.scales
+
+    @classmethod
+    def from_autograd(cls, data: Tensor, scales: Tensor, shape: tuple[int, int], block: int) -> "BlockQuant":
+        """Rebuild the pair from :meth:`to_autograd`'s tensors.
+
+        Parameters
+        ----------
+        data : torch.Tensor
+            ``float8_e4m3fn`` view of the INT8 data.
+        scales : torch.Tensor
+            The block scales.
+        shape : tuple of int
+            The unpadded shape.
+        block : int
+            The block size.
+
+        Returns
+        -------
+        BlockQuant
+
+        Raises
+        ------
+        InputError
+            If ``data`` is not one byte per element or the scales do not tile it.
+        """
+        if not isinstance(data, Tensor) or data.element_size() != 1:
+            raise InputError("data must be the one-byte view made by BlockQuant.to_autograd")
+        block = check_block_size(block, "block")
+        if not isinstance(scales, Tensor) or tuple(scales.shape) != (data.shape[0] // block, data.shape[1] // block):
+            raise InputError("scales must have one entry per block of data")
+        return cls(data.view(torch.int8), scales, (int(shape[0]), int(shape[1])), block)
+
+
+def _pad_to(x: Tensor, rows: int, cols: int) -> Tensor:
+    pr, pc = rows - x.shape[0], cols - x.shape[1]
+    return torch.nn.functional.pad(x, (0, pc, 0, pr)) if pr or pc else x
+
+
+def _quantize_blocks(x: Tensor, block: int, rounding: str, generator) -> BlockQuant:
+    m, n = x.shape
+    mp, np_ = -(-m // block) * block, -(-n // block) * block
+    xp = _pad_to(x.to(torch.float32), mp, np_)
+    tiles = xp.view(mp // block, block, np_ // block, block)
+    scales = tiles.abs().amax(dim=(1, 3)) / QMAX
+    safe = torch.where(scales > 0, scales, torch.ones_like(scales))
+    y = tiles / safe[:, None, :, None]
+    q = _round(y, rounding, generator).clamp_(-128, 127).to(torch.int8)
+    return BlockQuant(q.view(mp, np_), scales, (m, n), block)
+
+
+def quantize_raw(x: Tensor, block: int, rounding: str, generator=None) -> BlockQuant:
+    """:func:`quantize_blocks` without argument checks, for the layers' inner loops.
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        Floating matrix.
+    block : int
+    rounding : {"nearest", "stochastic"}
+    generator : torch.Generator, optional
+
+    Returns
+    -------
+    BlockQuant
+    """
+    return _quantize_blocks(x, block, rounding, generator)
+
+
+def quantize_blocks(
+    x: Tensor, block_size: int = BLOCK, *, rounding: str = "nearest", generator: torch.Generator | None = None
+) -> BlockQuant:
+    """Quantize a matrix per ``block_size x block_size`` block (Jetfire Eq. 1).
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        Finite floating matrix ``(M, N)``; any ``M, N`` (zero-padded to multiples of the block).
+    block_size : int, default 32
+        Side of the square blocks, a power of two; 32 is the official ``qgroup_size``.
+    rounding : {"nearest", "stochastic"}, default "nearest"
+        Round half to even (forward) or stochastic rounding (gradients, official ``quantize_stochastic``).
+    generator : torch.Generator, optional
+        Source of the stochastic-rounding noise.
+
+    Returns
+    -------
+    BlockQuant
+        INT8 data, FP32 scales ``absmax / 127`` (0 for an all-zero block), the unpadded shape.
+
+    Raises
+    ------
+    InputError
+        If ``x`` is not a finite floating matrix, ``block_size`` is not a power of two or ``rounding`` is unknown.
+    """
+    x = _check_float_tensor(x, "x")
+    b = check_block_size(block_size)
+    rounding = check_choice(rounding, "rounding", ROUNDINGS)
+    return _quantize_blocks(x, b, rounding, _check_generator(generator))
+
+
+def fake_quantize(
+    x: Tensor,
+    granularity: str = "block",
+    block_size: int = BLOCK,
+    *,
+    rounding: str = "nearest",
+    generator: torch.Generator | None = None,
+) -> Tensor:
+    """Quantize to INT8 and back at a given granularity (the comparison of Jetfire Sec. 4, Fig. 3).
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        Finite floating matrix ``(tokens, channels)``.
+    granularity : {"block", "tensor", "token", "channel"}, default "block"
+        One scale per ``block_size``-square block (Jetfire), for the whole tensor, per row (token,
+        SwitchBack's activations) or per column (channel).
+    block_size : int, default 32
+        Block side for ``"block"``.
+    rounding : {"nearest", "stochastic"}, default "nearest"
+    generator : torch.Generator, optional
+
+    Returns
+    -------
+    torch.Tensor
+        The dequantized tensor, same shape and dtype as ``x``.
+
+    Raises
+    ------
+    InputError
+        On a non-finite or non-matrix ``x``, an unknown granularity or rounding, a bad block size.
+    """
+    x = _check_float_tensor(x, "x")
+    granularity = check_choice(granularity, "granularity", GRANULARITIES)
+    b = check_block_size(block_size)
+    rounding = check_choice(rounding, "rounding", ROUNDINGS)
+    return _fake_quantize(x, granularity, b, rounding, _check_generator(generator))
+
+
+def _fake_quantize(x: Tensor, granularity: str, block: int, rounding: str, generator) -> Tensor:
+    if granularity == "block":
+        return _quantize_blocks(x, block, rounding, generator).dequantize(x.dtype)
+    xf = x.to(torch.float32)
+    if granularity == "tensor":
+        s = xf.abs().amax() / QMAX
+    elif granularity == "token":
+        s = xf.abs().amax(dim=1, keepdim=True) / QMAX
+    else:
+        s = xf.abs().amax(dim=0, keepdim=True) / QMAX
+    safe = torch.where(s > 0, s, torch.ones_like(s))
+    q = _round(xf / safe, rounding, generator).clamp_(-128, 127)
+    return (q * s).to(x.dtype)
+
+
+def relative_error(x: Tensor, granularity: str = "block", block_size: int = BLOCK) -> float:
+    """Relative quantization error ``||Q(x) - x||_F / ||x||_F`` with round-to-nearest.
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        Finite floating matrix, not all zero.
+    granularity : {"block", "tensor", "token", "channel"}, default "block"
+    block_size : int, default 32
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    InputError
+        On bad ``x`` (also when it is all zero), granularity or block size.
+    """
+    x = _check_float_tensor(x, "x")
+    granularity = check_choice(granularity, "granularity", GRANULARITIES)
+    b = check_block_size(block_size)
+    xf = x.to(torch.float64)
+    norm = float(xf.norm())
+    if norm == 0.0:
+        raise InputError("x is all zero: its relative error is undefined")
+    return float((_fake_quantize(x.float(), granularity, b, "nearest", None).double() - xf).norm()) / norm
+
+
+def _int_mm(a: Tensor, b: Tensor) -> Tensor:
+    """INT8 (M, K) x INT8 (K, N) -> INT32, exact, on CPU (oneDNN) or CUDA (cuBLASLt)."""
+    return torch._int_mm(a, b)
+
+
+def block_matmul(
+    a: BlockQuant,
+    b: BlockQuant,
+    *,
+    out: str = "float",
+    rounding: str = "nearest",
+    generator: torch.Generator | None = None,
+):
+    """The block-scaled INT8 GEMM ``Y = A B^T`` of Jetfire Sec. 5.1.
+
+    For every K chunk ``k`` of one block's width, ``torch._int_mm`` computes the exact INT32 products of
+    the INT8 operands; each output block ``(I, J)`` is rescaled by ``s_A[I, k] s_B[J, k]`` and accumulated in
+    FP32. The result equals ``dequantize(A) @ dequantize(B)^T`` up to FP32 rounding.
+
+    Parameters
+    ----------
+    a : BlockQuant
+        ``(M, K)``.
+    b : BlockQuant
+        ``(N, K)`` (e.g. a weight in ``nn.Linear``'s ``(out, in)`` orientation).
+    out : {"float", "int8"}, default "float"
+        FP32 output, or requantized per block (the fused requantization of the official kernels).
+    rounding : {"nearest", "stochastic"}, default "nearest"
+        Rounding of the INT8 output (stochastic for the input-gradient GEMM).
+    generator : torch.Generator, optional
+        Noise of stochastic rounding.
+
+    Returns
+    -------
+    torch.Tensor or BlockQuant
+        FP32 ``(M, N)``, or its per-block INT8 quantization.
+
+    Raises
+    ------
+    InputError
+        If the operands are not :class:`BlockQuant`, differ in block size or inner dimension, or live on
+        different devices.
+    """
+    for name, v in (("a", a), ("b", b)):
+        if not isinstance(v, BlockQuant):
+            raise InputError(f"{name} must be a BlockQuant (from quantize_blocks), got {type(v).__name__}")
+        if v.data.dtype != torch.int8:
+            raise InputError(f"{name}.data must be int8 for torch._int_mm, got {v.data.dtype}")
+    if a.block != b.block:
+        raise InputError(f"b has block size {b.block}, a has {a.block}: quantize both with the same block_size")
+    if a.shape[1] != b.shape[1]:
+        raise InputError(f"b has inner dimension {b.shape[1]}, a has {a.shape[1]} (Y = A B^T needs equal K)")
+    if a.data.device != b.data.device:
+        raise InputError(f"b is on {b.data.device}, a on {a.data.device}: move both to one device")
+    out = check_choice(out, "out", ("float", "int8"))
+    rounding = check_choice(rounding, "rounding", ROUNDINGS)
+    y = _block_matmul(a, b)
+    if out == "float":
+        return y
+    return _quantize_blocks(y, a.block, rounding, _check_generator(generator))
+
+
+def _chunk_product(a: Tensor, bt: Tensor) -> Tensor:
+    """Exact INT32 products of one K chunk: ``torch._int_mm`` where it takes the shapes, else exact FP32."""
+    if not a.is_cuda or (a.shape[0] > 16 and a.shape[1] >= 32 and bt.shape[1] % 8 == 0):
+        return _int_mm(a, bt)
+    # cuBLASLt needs M > 16 and K >= 32 (blocks below 32): FP32 sums of <= 16 INT8 products are exact
+    return (a.to(torch.float32) @ bt.to(torch.float32)).to(torch.int32)
+
+
+def _block_matmul(a: BlockQuant, b: BlockQuant) -> Tensor:
+    blk = a.block
+    mp, kp = a.data.shape
+    np_, kb = b.data.shape[0], kp // blk
+    acc = torch.zeros(mp, np_, dtype=torch.float32, device=a.data.device)
+    a_chunks = a.data.view(mp, kb, blk).transpose(0, 1).contiguous()  # (kb, Mp, B): one copy, K-chunk major
+    bt = b.data.t().contiguous()  # (Kp, Np)
+    sa = a.scales.repeat_interleave(blk, 0)  # (Mp, kb)
+    sb = b.scales.repeat_interleave(blk, 0).t().contiguous()  # (kb, Np)
+    for k in range(kb):
+        p = _chunk_product(a_chunks[k], bt[k * blk : (k + 1) * blk])  # exact INT32 products of one K chunk
+        # rescale by s_A[I, k] s_B[J, k] and accumulate in FP32 (INT32 -> FP32 is exact: |p| <= 32 * 128^2)
+        acc.addcmul_(p * sa[:, k : k + 1], sb[k : k + 1])
+    return acc[: a.shape[0], : b.shape[0]]
+
+
+__all__ = [
+    "BLOCK",
+    "BlockQuant",
+    "quantize_blocks",
+    "fake_quantize",
+    "relative_error",
+    "block_matmul",
+    "check_block_size",
+]
