@@ -1,0 +1,47 @@
+import subprocess
+import sys
+
+from icml24 import registry
+from icml24.crebm import paper
+from icml24.testing import check_claim
+
+
+def test_describe_is_light():
+    code = (
+        "import sys; from icml24 import registry; m = registry.describe('crebm'); "
+        "print(len(m.claims), 'torch' in sys.modules, 'rdkit' in sys.modules, all(c.paper for c in m.claims))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["3", "False", "False", "True"]
+
+
+def test_method_is_registered():
+    assert registry.get("crebm") is paper.METHOD
+    assert [c.name for c in paper.METHOD.claims] == ["top1", "preferences", "criteria-cost"]
+
+
+def test_top1_claim():
+    m = check_claim(
+        paper.TOP1,
+        [
+            {"crebm_top1": 0.5, "base_top1": 0.5},  # an untrained energy: no gain
+            {"crebm_top5": 0.5, "base_top5": 0.9},  # reranking lost routes: not a permutation of the beam
+            {"alpha0_identical": 0.0},  # alpha = 0 does not give the base order back
+        ],
+    )
+    assert m["base_top5"] >= m["base_top1"] and m["n_test"] >= 50
+
+
+def test_preference_and_criteria_claims():
+    m = check_claim(
+        paper.PREFERENCES,
+        [{"crebm_top1": 0.6, "mle_top1": 0.6}, {"crebm_top1": 0.5, "mle_top1": 0.6}],  # a copy of MLE; worse
+    )
+    check_claim(
+        paper.CRITERIA_COST,
+        [
+            {"cost_top1_price": 30.0, "base_top1_price": 30.0},  # price not lowered
+            {"cost_top1": 0.2, "base_top1": 0.6},  # cheaper by losing accuracy
+        ],
+    )
+    assert m["n_pref_pairs"] > 0
