@@ -1,0 +1,481 @@
+"""The claim experiments of PanGu-pi Pro on a real parent (SmolLM2-135M-Instruct) and a real corpus.
+
+Corpus: Jane Austen's six novels and tiny Shakespeare from the data root; each text is split at 90 % (the
+first 90 % trains, the last 10 % validates): a fixed split. The parent and its tokenizer are loaded once per
+process; derived children, compact tokenizers and token streams are cached across claims.
+
+Scales: SMOKE (the tests) uses the first 60,000 characters of each text and a few dozen steps; QUICK the
+whole corpus (5.1 MB) and about a hundred steps per arm; PAPER (1.6T tokens, a 7B parent, OpenCompass
+benchmarks) is refused: it needs data and hardware we do not have.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+
+from ..claims import Scale
+from ..errors import DataUnavailable
+from .inherit import count_parameters, inherit
+from .tokenizer import compact_tokenizer, token_coverage, token_frequencies
+from .train import batch_losses, evaluate, greedy_decode_speed, recipe, resample_batches, train_on_batches
+
+MID_VOCAB = 4096  # the compact vocabulary of the models (8.3 % of SmolLM2's 49,152 pieces)
+COVER_VOCAB = 16384  # the compact vocabulary whose coverage is judged (a third of the pieces)
+
+
+def _check_scale(scale: Scale) -> Scale:
+    scale = Scale.parse(scale)
+    if scale is Scale.PAPER:
+        raise DataUnavailable(
+            "tiny_lm at paper scale needs the 1.6T-token corpus, the PanGu-pi-7B parent and the OpenCompass "
+            "benchmarks, which are not available here",
+            "run --scale quick",
+        )
+    return scale
+
+
+# ----------------------------------------------------------------------------------------------- cached
+@functools.lru_cache(maxsize=1)
+def parent_model():
+    """SmolLM2-135M-Instruct, loaded once per process (never modified: children are copies).
+
+    Returns
+    -------
+    transformers.LlamaForCausalLM
+    """
+    from ..nn.pretrained import load_smollm2
+
+    model, _ = load_smollm2()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return model
+
+
+@functools.lru_cache(maxsize=1)
+def parent_tokenizer():
+    """SmolLM2's tokenizer (49,152 byte-level BPE pieces), read from the GGUF file without the weights.
+
+    Returns
+    -------
+    transformers.PreTrainedTokenizerFast
+    """
+    from transformers import AutoTokenizer
+
+    from ..nn.pretrained import smollm2_path
+
+    path = smollm2_path()
+    return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+
+
+@functools.lru_cache(maxsize=2)
+def corpus(max_chars: int | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Train and validation texts: each Austen novel and tiny Shakespeare, split at 90 %.
+
+    Parameters
+    ----------
+    max_chars : int or None
+        Characters kept from the start of each text (None: all).
+
+    Returns
+    -------
+    (tuple of str, tuple of str)
+        Train parts and validation parts, Austen's novels first.
+    """
+    from ..data.text import AUSTEN_NOVELS, austen, tiny_shakespeare
+
+    docs = [austen([n]) for n in AUSTEN_NOVELS] + [tiny_shakespeare()]
+    docs = [d[:max_chars] if max_chars else d for d in docs]
+    cut = [int(0.9 * len(d)) for d in docs]
+    return tuple(d[:c] for d, c in zip(docs, cut)), tuple(d[c:] for d, c in zip(docs, cut))
+
+
+def _max_chars(scale: Scale) -> int | None:
+    return scale.pick(60_000, None, None)
+
+
+@functools.lru_cache(maxsize=4)
+def parent_counts(max_chars: int | None, split: str):
+    """SmolLM2 token frequencies of the train or validation texts.
+
+    Parameters
+    ----------
+    max_chars : int or None
+    split : {"train", "val"}
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    train, val = corpus(max_chars)
+    return token_frequencies(parent_tokenizer(), train if split == "train" else val)
+
+
+@functools.lru_cache(maxsize=4)
+def compact(vocab_size: int, max_chars: int | None):
+    """The compact tokenizer of ``vocab_size`` pieces, counted on the train texts.
+
+    Parameters
+    ----------
+    vocab_size : int
+    max_chars : int or None
+
+    Returns
+    -------
+    CompactTokenizer
+    """
+    return compact_tokenizer(parent_tokenizer(), parent_counts(max_chars, "train"), vocab_size)
+
+
+@functools.lru_cache(maxsize=6)
+def streams(vocab_size: int | None, max_chars: int | None) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """Token streams of the train and validation texts, and the validation tokens per byte.
+
+    Parameters
+    ----------
+    vocab_size : int or None
+        A compact vocabulary size, or None for SmolLM2's own tokenizer.
+    max_chars : int or None
+
+    Returns
+    -------
+    (torch.Tensor, torch.Tensor, float)
+    """
+    tok = parent_tokenizer() if vocab_size is None else compact(vocab_size, max_chars).tokenizer
+    train, val = corpus(max_chars)
+
+    def enc(texts):
+        ids = []
+        for t in texts:
+            for i in range(0, len(t), 200_000):
+                ids.extend(tok(t[i : i + 200_000], add_special_tokens=False)["input_ids"])
+        return torch.tensor(ids, dtype=torch.long)
+
+    tv = enc(val)
+    return enc(train), tv, tv.numel() / sum(len(t.encode("utf-8")) for t in val)
+
+
+def ordered_batches(stream: torch.Tensor, n_batches: int, batch_size: int, seq_len: int) -> torch.Tensor:
+    """``n_batches`` batches of contiguous blocks taken in corpus order (batch ``i`` from the ``i``-th stretch).
+
+    Parameters
+    ----------
+    stream : torch.Tensor
+    n_batches, batch_size, seq_len : int
+
+    Returns
+    -------
+    torch.Tensor
+        ``(n_batches, batch_size, seq_len)``.
+    """
+    n_blocks = n_batches * batch_size
+    starts = torch.linspace(0, stream.numel() - seq_len - 1, n_blocks).long()
+    return torch.stack([stream[s : s + seq_len] for s in starts.tolist()]).view(n_batches, batch_size, seq_len)
+
+
+def random_batches(stream: torch.Tensor, n_batches: int, batch_size: int, seq_len: int, seed: int) -> torch.Tensor:
+    """``n_batches`` batches of blocks drawn uniformly from the stream (seeded).
+
+    Parameters
+    ----------
+    stream : torch.Tensor
+    n_batches, batch_size, seq_len : int
+    seed : int
+
+    Returns
+    -------
+    torch.Tensor
+    """
+    g = torch.Generator().manual_seed(seed)
+    starts = torch.randint(stream.numel() - seq_len - 1, (n_batches * batch_size,), generator=g)
+    return torch.stack([stream[s : s + seq_len] for s in starts.tolist()]).view(n_batches, batch_size, seq_len)
+
+
+def val_blocks(stream: torch.Tensor, n: int, seq_len: int) -> torch.Tensor:
+    """``n`` evenly spaced validation blocks.
+
+    Parameters
+    ----------
+    stream : torch.Tensor
+    n, seq_len : int
+
+    Returns
+    -------
+    torch.Tensor
+    """
+    starts = torch.linspace(0, stream.numel() - seq_len - 1, n).long()
+    return torch.stack([stream[s : s + seq_len] for s in starts.tolist()])
+
+
+def scratch_llama(vocab_size: int, *, layers: int, hidden: int, heads: int, seed: int):
+    """A randomly initialised Llama (SwiGLU width 4x hidden, tied embeddings) for the from-scratch arms.
+
+    Parameters
+    ----------
+    vocab_size, layers, hidden, heads : int
+    seed : int
+
+    Returns
+    -------
+    transformers.LlamaForCausalLM
+    """
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        intermediate_size=4 * hidden,
+        max_position_embeddings=512,
+        tie_word_embeddings=True,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return LlamaForCausalLM(cfg).eval()
+
+
+def _settings(scale: Scale) -> dict:
+    return scale.pick(
+        dict(steps=40, batch=4, seq=48, n_val=24, taylor_rows=8, mask_steps=4),
+        dict(steps=40, batch=8, seq=48, n_val=64, taylor_rows=16, mask_steps=10),
+        None,
+    )
+
+
+# -------------------------------------------------------------------------------------- compact tokenizer
+SCRATCH_STEPS = {"smoke": 32, "quick": 60}
+
+
+def run_compact_tokenizer(scale: Scale, seed: int) -> dict[str, float]:
+    """Coverage of the 16,384-piece compact vocabulary on the whole corpus, and validation bits per byte of two
+    equal-size models trained
+    from scratch for equal tokens: one on SmolLM2's full 49,152-piece vocabulary (width 32), one on the
+    4,096-piece compact vocabulary (width 168, about the same total parameters).
+
+    Parameters
+    ----------
+    scale : Scale
+    seed : int
+
+    Returns
+    -------
+    dict of str to float
+    """
+    scale = _check_scale(scale)
+    mc = _max_chars(scale)
+    s = _settings(scale)
+    steps = SCRATCH_STEPS[scale.value]
+    cover = compact(COVER_VOCAB, None)  # coverage on the whole corpus at every scale (counting is cheap)
+    out = {
+        "vocab_fraction": COVER_VOCAB / len(parent_tokenizer()),
+        "coverage_train": cover.coverage,
+        "coverage_val": token_coverage(cover, parent_counts(None, "val")),
+        "mid_vocab_coverage_val": token_coverage(compact(MID_VOCAB, None), parent_counts(None, "val")),
+    }
+    arms = {"full": (None, 32, 1), "compact": (MID_VOCAB, 168, 4)}
+    for name, (v, width, heads) in arms.items():
+        train, val, tpb = streams(v, mc)
+        vocab = len(parent_tokenizer()) if v is None else v
+        model = scratch_llama(vocab, layers=2, hidden=width, heads=heads, seed=seed)
+        batches = random_batches(train, steps, s["batch"], s["seq"], seed)
+        train_on_batches(model, batches, recipe(steps, lr=3e-3, batch_size=s["batch"]))
+        nats = evaluate(model, val_blocks(val, s["n_val"], s["seq"]))
+        out[f"{name}_params"] = float(count_parameters(model))
+        out[f"{name}_tokens_per_byte"] = tpb
+        out[f"{name}_val_bpb"] = nats * tpb / math.log(2)
+    out["param_ratio"] = out["compact_params"] / out["full_params"]
+    return out
+
+
+# ------------------------------------------------------------------------------------------- inheritance
+CHILD = dict(num_layers=4, hidden_size=128, num_heads=2, intermediate_size=384)
+
+
+@functools.lru_cache(maxsize=2)
+def _inheritance_data(scale: Scale, seed: int):
+    mc = _max_chars(scale)
+    s = _settings(scale)
+    train, val, tpb = streams(MID_VOCAB, mc)
+    batches = random_batches(train, s["steps"], s["batch"], s["seq"], seed)
+    probe = random_batches(train, 1, s["taylor_rows"], s["seq"], seed + 1000)[0]
+    return batches, probe, val_blocks(val, s["n_val"], s["seq"])
+
+
+def derive_child(scale: Scale, seed: int, layers: str = "first_last", criterion: str = "l2"):
+    """A SmolLM2 child of shape :data:`CHILD` on the compact vocabulary (a fresh copy each call).
+
+    Parameters
+    ----------
+    scale : Scale
+    seed : int
+    layers : str
+    criterion : str
+
+    Returns
+    -------
+    transformers.LlamaForCausalLM
+    """
+    import copy
+
+    return copy.deepcopy(_derived(scale, seed, layers, criterion))
+
+
+@functools.lru_cache(maxsize=8)
+def _derived(scale: Scale, seed: int, layers: str, criterion: str):
+    mc = _max_chars(scale)
+    s = _settings(scale)
+    _, probe, _ = _inheritance_data(scale, seed)
+    return inherit(
+        parent_model(),
+        **CHILD,
+        layers=layers,
+        criterion=criterion,
+        vocab=compact(MID_VOCAB, mc),
+        batches=probe,
+        mask_steps=s["mask_steps"],
+        seed=seed,
+    )
+
+
+def run_inheritance(scale: Scale, seed: int) -> dict[str, float]:
+    """Validation loss after equal steps of the same child (4 layers, width 128, 2 heads, FFN 384, 4,096
+    pieces) initialised at random or inherited from SmolLM2: first/last + intermittent layers or the middle
+    layers, widths by Taylor importance; at quick scale also widths by L2, L1 and the learnable mask.
+    Measured once per (scale, seed) and shared by the claims that read it.
+
+    Parameters
+    ----------
+    scale : Scale
+    seed : int
+
+    Returns
+    -------
+    dict of str to float
+    """
+    return dict(_inheritance_metrics(_check_scale(scale), seed))
+
+
+@functools.lru_cache(maxsize=4)
+def _inheritance_metrics(scale: Scale, seed: int) -> dict[str, float]:
+    from .baselines import random_init_like
+
+    s = _settings(scale)
+    batches, _, val = _inheritance_data(scale, seed)
+    cfg = recipe(s["steps"], lr=3e-3, batch_size=s["batch"])
+    out: dict[str, float] = {}
+    arms = {
+        "random_init": None,
+        "first_last_taylor": ("first_last", "taylor"),
+        "middle_taylor": ("middle", "taylor"),
+    }
+    if scale is not Scale.SMOKE:
+        arms.update(
+            first_last_l2=("first_last", "l2"),
+            first_last_l1=("first_last", "l1"),
+            first_last_mask=("first_last", "mask"),
+        )
+    for name, arm in arms.items():
+        if arm is None:
+            model = random_init_like(_derived(scale, seed, "first_last", "taylor"), seed=seed)
+        else:
+            model = derive_child(scale, seed, *arm)
+        out[f"{name}_init_loss"] = evaluate(model, val)
+        res = train_on_batches(model, batches, cfg)
+        out[f"{name}_val_loss"] = evaluate(model, val)
+        if name == "first_last_taylor":
+            out["child_params"] = float(count_parameters(model))
+            out["train_tokens_per_second"] = res.tokens_per_second
+    out["inherit_gain"] = out["random_init_val_loss"] - out["first_last_taylor_val_loss"]
+    out["layer_gain"] = out["middle_taylor_val_loss"] - out["first_last_taylor_val_loss"]
+    return out
+
+
+# --------------------------------------------------------------------------------------- multiple rounds
+def run_multiple_rounds(scale: Scale, seed: int) -> dict[str, float]:
+    """Round 1 over batches in corpus order (Austen, then Shakespeare), then a second round of (a) every batch
+    again, (b) 50 % drawn without replacement with p proportional to exp(loss), (c) 50 % drawn uniformly.
+
+    Parameters
+    ----------
+    scale : Scale
+    seed : int
+
+    Returns
+    -------
+    dict of str to float
+    """
+    import copy
+
+    scale = _check_scale(scale)
+    mc = _max_chars(scale)
+    s = _settings(scale)
+    n = scale.pick(32, 48, None)
+    train, val, _ = streams(MID_VOCAB, mc)
+    batches = ordered_batches(train, n, s["batch"], s["seq"])
+    vb = val_blocks(val, s["n_val"], s["seq"])
+    model = scratch_llama(MID_VOCAB, layers=2, hidden=128, heads=4, seed=seed)
+    train_on_batches(model, batches, recipe(n, lr=3e-3, batch_size=s["batch"]))
+    early = batches[: n // 4]
+    losses = batch_losses(model, batches)
+    out = {"round1_val_loss": evaluate(model, vb), "round1_early_loss": float(batch_losses(model, early).mean())}
+    out["early_batches_drawn_share"] = 0.0
+    for arm in ("full", "loss", "uniform"):
+        if arm == "full":
+            idx = torch.arange(n)
+        else:
+            idx = resample_batches(losses, 0.5, mode=arm, seed=seed).sort().values  # keep the corpus order
+        if arm == "loss":
+            out["early_batches_drawn_share"] = float((idx < n // 4).float().mean())
+        m = copy.deepcopy(model)
+        train_on_batches(m, batches[idx], recipe(len(idx), lr=1e-3, batch_size=s["batch"]))
+        out[f"{arm}_val_loss"] = evaluate(m, vb)
+        out[f"{arm}_early_loss"] = float(batch_losses(m, early).mean())
+        out[f"{arm}_steps"] = float(len(idx))
+    full_gain = out["round1_val_loss"] - out["full_val_loss"]
+    out["full_gain"] = full_gain
+    out["loss_gain"] = out["round1_val_loss"] - out["loss_val_loss"]
+    out["uniform_gain"] = out["round1_val_loss"] - out["uniform_val_loss"]
+    out["loss_recovered"] = out["loss_gain"] / full_gain if full_gain > 0 else float("nan")
+    return out
+
+
+# ------------------------------------------------------------------------------------------------- depth
+DEPTH_ARMS = {"shallow": (2, 128, 4), "deep": (8, 76, 2)}  # about 1.05M parameters each with 4,096 pieces
+
+
+def run_depth(scale: Scale, seed: int) -> dict[str, float]:
+    """Two models of about equal parameters on the compact vocabulary, trained from scratch for equal steps:
+    2 layers of width 128 against 8 layers of width 76; validation loss and greedy decoding speed.
+
+    Parameters
+    ----------
+    scale : Scale
+    seed : int
+
+    Returns
+    -------
+    dict of str to float
+    """
+    scale = _check_scale(scale)
+    mc = _max_chars(scale)
+    s = _settings(scale)
+    steps = SCRATCH_STEPS[scale.value]
+    train, val, _ = streams(MID_VOCAB, mc)
+    batches = random_batches(train, steps, s["batch"], s["seq"], seed)
+    vb = val_blocks(val, s["n_val"], s["seq"])
+    out: dict[str, float] = {}
+    for name, (layers, width, heads) in DEPTH_ARMS.items():
+        model = scratch_llama(MID_VOCAB, layers=layers, hidden=width, heads=heads, seed=seed)
+        res = train_on_batches(model, batches, recipe(steps, lr=3e-3, batch_size=s["batch"]))
+        out[f"{name}_val_loss"] = evaluate(model, vb)
+        out[f"{name}_params"] = float(count_parameters(model))
+        out[f"{name}_train_tokens_per_second"] = res.tokens_per_second
+        speeds = [greedy_decode_speed(model, vb[:1, :8], new_tokens=16) for _ in range(3)]
+        out[f"{name}_decode_tokens_per_second"] = sorted(speeds)[1]
+    out["param_ratio"] = out["deep_params"] / out["shallow_params"]
+    out["decode_slowdown"] = out["shallow_decode_tokens_per_second"] / out["deep_decode_tokens_per_second"]
+    return out
