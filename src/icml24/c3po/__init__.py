@@ -1,0 +1,60 @@
+"""C3PO: learning from one sentence of verbal feedback without overgeneralizing (Stephan et al., "RLVF: Learning
+from Verbal Feedback without Overgeneralization", ICML 2024, arXiv 2402.10893).
+
+A feedback object (domain, effect, programmatic metric and rewrite), the official data pipeline with every model
+call a callable (categories, in-scope, near-scope and out-of-scope prompts, baseline and revised answers, the 90/10
+split), the C3PO objective (DPO in scope + NLL anchors on the base model's own answers near and out of scope, LoRA
+through PEFT, reference = the adapter disabled), per-feedback adapters and their composition, on any Hugging Face
+causal LM; the peers (in-context, SCD, SCD + negatives, DPO) share the API.
+"""
+
+from .baselines import (
+    in_context_cot_prompts,
+    in_context_prompt,
+    train_dpo,
+    train_scd,
+    train_scd_negatives,
+)
+from .c3po import (
+    C3POConfig,
+    FeedbackResult,
+    add_lora,
+    anchor_loss,
+    c3po_loss,
+    completion_only_labels,
+    compose_adapters,
+    dpo_loss,
+    feedback_rates,
+    generate,
+    save_adapter,
+    sequence_kl,
+    train_c3po,
+    train_feedback,
+)
+from .feedback import Feedback, FeedbackData, build_feedback_data, word_feedback
+
+__all__ = [
+    "Feedback",
+    "FeedbackData",
+    "build_feedback_data",
+    "word_feedback",
+    "C3POConfig",
+    "FeedbackResult",
+    "add_lora",
+    "anchor_loss",
+    "c3po_loss",
+    "dpo_loss",
+    "completion_only_labels",
+    "train_feedback",
+    "train_c3po",
+    "generate",
+    "feedback_rates",
+    "sequence_kl",
+    "save_adapter",
+    "compose_adapters",
+    "in_context_prompt",
+    "in_context_cot_prompts",
+    "train_dpo",
+    "train_scd",
+    "train_scd_negatives",
+]

@@ -1,0 +1,622 @@
+"""The claim experiments of C3PO on the templated assistant world (:mod:`icml24.data.assistant`).
+
+A tiny Llama (2 layers, width 64, word-level vocabulary of about 230) is pretrained on the world's six domains,
+with optional instruction prefixes so that showing it the feedback (the in-context baseline) means something.
+For each feedback the official pipeline builds the data (categories = topics or dishes; in-scope, near-scope and
+out-of-scope prompts from the world's templates; ``y0`` sampled from the base model at temperature 0.7 and top-p
+0.7; ``y+`` the feedback's programmatic rewrite; 90/10 split), and C3PO and its peers each train a LoRA adapter on
+the same rows for the same steps. Evaluation uses held-out names and topics: greedy answers, scored against the
+base model's own sampled answers by the feedback's metric (adherence in scope, overgeneralization near and out of
+scope), plus ``KL(pi_theta || pi_0)`` on out-of-scope prompts along answers sampled from ``pi_theta``.
+
+Feedbacks: ``"ampersand"`` = "use & instead of and in dms to my colleagues" (near scope: DMs to friends and
+family, emails to colleagues; out of scope: recipes, math problems, trivia) and ``"u"`` = "use u instead of you
+in recipes" (near scope: math problems, which also say "you add ..."; out of scope: the other four domains).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import random
+import time
+from dataclasses import dataclass
+
+import torch
+
+from ..claims import Scale
+from ..data.assistant import AssistantWorld, corpus, instruction
+from ..errors import DataUnavailable, InputError
+from ..nn.lm import TrainConfig, tiny_llama, train_lm
+from ..runs import save_figure
+from ..threads import single_thread
+from ..validation import check_seed
+from .baselines import in_context_prompt, train_dpo, train_scd, train_scd_negatives
+from .c3po import (
+    C3POConfig,
+    encode,
+    feedback_rates,
+    generate,
+    sequence_kl,
+    train_c3po,
+)
+from .feedback import Feedback, FeedbackData, build_feedback_data, word_feedback
+
+WORLD_TEMPLATE = "feedback : {feedback} ; {prompt}"  # the instruction prefix the base model was pretrained with
+SAMPLING = dict(do_sample=True, temperature=0.7, top_p=0.7)  # official data-generation sampling
+MAX_NEW = 32
+LORA_LR = 1e-3  # every fine-tuned method ...
+DPO_LR = 5e-4  # ... but DPO, which at 1e-3 diverges here (seed 0: KL to the base 97 nats, adherence 0.2)
+
+
+@dataclass(frozen=True)
+class WorldFeedback:
+    """One programmatic feedback of the assistant world and where it applies.
+
+    Parameters
+    ----------
+    feedback : Feedback
+        The feedback (metric and rewrite).
+    domain : str
+        The in-scope domain.
+    near : tuple of str
+        Near-scope domains.
+    out : tuple of str
+        Out-of-scope domains.
+    """
+
+    feedback: Feedback
+    domain: str
+    near: tuple[str, ...]
+    out: tuple[str, ...]
+
+
+NEAR = {
+    "colleague_dm": ("other_dm", "colleague_email"),
+    "other_dm": ("colleague_dm",),
+    "colleague_email": ("colleague_dm",),
+    "recipe": ("math",),
+    "math": ("recipe",),
+    "trivia": ("recipe",),
+}
+SHORTCUTS = {"ampersand": ("ampersand", "colleague_dm"), "u": ("u", "recipe")}
+
+
+def world_feedback(key: str) -> WorldFeedback:
+    """Return a feedback of the assistant world: ``"ampersand"`` ("use & instead of and in dms to my
+    colleagues"), ``"u"`` ("use u instead of you in recipes"), or ``"<effect>:<domain>"`` for any effect of
+    :data:`icml24.data.assistant.EFFECTS` and domain of :data:`icml24.data.assistant.DOMAINS`.
+
+    Parameters
+    ----------
+    key : str
+        Which feedback.
+
+    Returns
+    -------
+    WorldFeedback
+        Near scope: the domains that look alike (other DMs and colleague emails for colleague DMs, math for
+        recipes, ...); out of scope: every other domain.
+    """
+    from ..data.assistant import DOMAINS, EFFECTS
+
+    effect, domain = SHORTCUTS.get(key, tuple(str(key).split(":", 1)) if ":" in str(key) else (key, ""))
+    if effect not in EFFECTS or domain not in DOMAINS:
+        raise InputError(f"unknown feedback {key!r}", "use 'ampersand', 'u' or '<effect>:<domain>'")
+    old, new = EFFECTS[effect]
+    fb = word_feedback(old, new, instruction(effect, domain).split(" in ", 1)[1], content=instruction(effect, domain))
+    near = NEAR[domain]
+    out = tuple(d for d in DOMAINS if d != domain and d not in near)
+    return WorldFeedback(fb, domain, near, out)
+
+
+def parse_feedback(text: str) -> str:
+    """Find the world feedback whose sentence is ``text`` (e.g. "use & instead of and in dms to my colleagues").
+
+    Parameters
+    ----------
+    text : str
+        The sentence.
+
+    Returns
+    -------
+    str
+        Its key ``"<effect>:<domain>"`` for :func:`world_feedback`.
+    """
+    world = AssistantWorld()
+    said = " ".join(str(text).lower().replace("'", " ").replace('"', " ").split())
+    for effect, domain, sentence in world.instructions():
+        if said == sentence:
+            return f"{effect}:{domain}"
+    examples = "; ".join(s for _, _, s in world.instructions()[:3])
+    raise InputError(f"--feedback {text!r} is not a feedback of the assistant world", f"say e.g.: {examples}")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """Sizes of one scale.
+
+    Parameters
+    ----------
+    pretrain_steps : int
+        Pretraining steps of the base model (batches of 48, lr 5e-3 with cosine decay).
+    corpus : int
+        Pretraining examples.
+    per_category : int
+        In-scope and near-scope prompts per category.
+    steps : int
+        LoRA steps of every fine-tuned method.
+    batch : int
+        Rows per step.
+    n_eval : int
+        Held-out prompts of each kind (official: 75).
+    """
+
+    pretrain_steps: int
+    corpus: int
+    per_category: int
+    steps: int
+    batch: int
+    n_eval: int
+
+
+SETTINGS = {
+    Scale.SMOKE: Setting(pretrain_steps=250, corpus=3000, per_category=4, steps=120, batch=8, n_eval=40),
+    Scale.QUICK: Setting(pretrain_steps=250, corpus=3000, per_category=8, steps=120, batch=8, n_eval=75),
+}
+
+
+def setting(scale: Scale) -> Setting:
+    """Return the sizes of a scale; PAPER scale needs the official data and a 7B model.
+
+    Parameters
+    ----------
+    scale : Scale
+
+    Returns
+    -------
+    Setting
+    """
+    if scale not in SETTINGS:
+        raise DataUnavailable(
+            "the paper scale needs the official feedback data (GPT-4 generated prompts for 100 feedbacks) and "
+            "Mistral-7B-Instruct-v0.2, which are not available offline",
+            "run at quick scale, or build FeedbackData from your own model with build_feedback_data()",
+        )
+    return SETTINGS[scale]
+
+
+def lora_config(seed: int, **changes) -> C3POConfig:
+    """The LoRA settings of the tiny world: rank 8 (alpha 16, dropout 0.05) on every linear layer but the head,
+    lr 1e-3 (the tiny model needs a larger step than the official 5e-5), batches of 8 rows, anchor NLL summed
+    over each answer's tokens (the official ``custom_sft_loss``: a per-sequence estimate of the forward KL; the
+    token mean is ~25x weaker on these 25-token answers and lets near-scope leakage through), otherwise official
+    (beta 0.1, lambda_near 0.1, lambda_out 0.2, warm-up 5 %, cosine).
+
+    Parameters
+    ----------
+    seed : int
+        Seed of the adapter and row order.
+    **changes
+        Other fields of :class:`C3POConfig`.
+
+    Returns
+    -------
+    C3POConfig
+    """
+    base = dict(
+        lora_r=8,
+        lora_alpha=16,
+        lr=LORA_LR,
+        sft_reduction="sum",
+        batch_size=8,
+        max_length=64,
+        max_prompt_length=48,
+        seed=seed,
+    )
+    return C3POConfig(**{**base, **changes}).validated()
+
+
+# ------------------------------------------------------------------------------------------- the world
+@functools.lru_cache(maxsize=2)
+def _pretrain(seed: int, steps: int, n_corpus: int):
+    world = AssistantWorld()
+    tok = world.tokenizer()
+    model = tiny_llama(
+        len(tok),
+        max_position_embeddings=64,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        tokenizer=tok,
+        seed=seed,
+    )
+    seqs = [
+        encode(tok, p, r, C3POConfig(max_length=64, max_prompt_length=48))
+        for p, r in corpus(world, n_corpus, seed=seed)
+    ]
+    n = max(len(s[0]) for s in seqs)
+    ids = torch.full((len(seqs), n), tok.pad_token_id)
+    labels = torch.full((len(seqs), n), -100)
+    mask = torch.zeros((len(seqs), n), dtype=torch.long)
+    for i, (a, b) in enumerate(seqs):
+        ids[i, : len(a)] = torch.tensor(a)
+        labels[i, : len(b)] = torch.tensor(b)
+        mask[i, : len(a)] = 1
+
+    def batch(gen: torch.Generator, bs: int) -> dict:
+        ix = torch.randint(len(seqs), (bs,), generator=gen)
+        n = int(mask[ix].sum(1).max())  # trim the padding shared by the whole batch
+        return {"input_ids": ids[ix, :n], "labels": labels[ix, :n], "attention_mask": mask[ix, :n]}
+
+    cfg = TrainConfig(steps=steps, batch_size=48, lr=5e-3, min_lr=5e-4, warmup=20, log_every=0, seed=seed)
+    train_lm(model, batch, cfg)
+    model.eval()
+    return model, tok, world
+
+
+def pretrained_base(scale: Scale, seed: int):
+    """The tiny base model of the assistant world (pretrained once per seed and scale; a fresh copy each call).
+
+    Parameters
+    ----------
+    scale : Scale
+    seed : int
+
+    Returns
+    -------
+    (transformers.LlamaForCausalLM, tokenizer, AssistantWorld)
+    """
+    s = setting(scale)
+    model, tok, world = _pretrain(check_seed(seed), s.pretrain_steps, s.corpus)
+    return copy.deepcopy(model), tok, world
+
+
+def responder(model, tokenizer, seed: int, template: str | None = None):
+    """A ``respond(prompts) -> answers`` callable sampling the model (official sampling: T 0.7, top-p 0.7).
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+    tokenizer : tokenizer
+    seed : int
+    template : str, optional
+        Prompt template.
+
+    Returns
+    -------
+    callable
+    """
+
+    def respond(prompts):
+        return generate(
+            model, tokenizer, list(prompts), max_new_tokens=MAX_NEW, seed=seed, prompt_template=template, **SAMPLING
+        )
+
+    return respond
+
+
+def world_data(key: str, scale: Scale, seed: int) -> FeedbackData:
+    """Run the data pipeline for a world feedback with the base model's own answers (cached per key, scale, seed).
+
+    Parameters
+    ----------
+    key : {"ampersand", "u"}
+    scale : Scale
+    seed : int
+
+    Returns
+    -------
+    FeedbackData
+    """
+    return _world_data(key, scale, seed)
+
+
+@functools.lru_cache(maxsize=4)
+def _world_data(key: str, scale: Scale, seed: int) -> FeedbackData:
+    s = setting(scale)
+    wf = world_feedback(key)
+    model, tok, world = pretrained_base(scale, seed)
+
+    def categories(fb):
+        return world.categories(wf.domain, "train")
+
+    def in_scope(fb, cat, n, rng):
+        return [world.prompt(wf.domain, rng, "train", topic=cat) for _ in range(n)]
+
+    def near_scope(fb, cat, n, rng):
+        return [world.prompt(rng.choice(wf.near), rng, "train", topic=cat) for _ in range(n)]
+
+    def out_of_scope(n, rng):
+        return [world.prompt(rng.choice(wf.out), rng, "train") for _ in range(n)]
+
+    return build_feedback_data(
+        wf.feedback,
+        categories=categories,
+        in_scope=in_scope,
+        near_scope=near_scope,
+        out_of_scope=out_of_scope,
+        respond=responder(model, tok, seed),
+        prompts_per_category=s.per_category,
+        seed=seed,
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def eval_set(key: str, scale: Scale, seed: int) -> dict:
+    """Held-out evaluation prompts (test names and topics) of each kind with the base model's sampled answers.
+
+    Parameters
+    ----------
+    key : {"ampersand", "u"}
+    scale : Scale
+    seed : int
+
+    Returns
+    -------
+    dict
+        ``{"in" | "near" | "out": (prompts, y0)}``.
+    """
+    s = setting(scale)
+    wf = world_feedback(key)
+    model, tok, world = pretrained_base(scale, seed)
+    rng = random.Random(10_000 + seed)
+    out = {}
+    for kind, doms in (("in", (wf.domain,)), ("near", wf.near), ("out", wf.out)):
+        prompts = [world.prompt(rng.choice(doms), rng, "test") for _ in range(s.n_eval)]
+        out[kind] = (prompts, responder(model, tok, 20_000 + seed)(prompts))
+    return out
+
+
+def evaluate(
+    model,
+    tokenizer,
+    key: str,
+    scale: Scale,
+    seed: int,
+    *,
+    template: str | None = None,
+    kl: bool = True,
+    feedback: Feedback | None = None,
+) -> dict[str, float]:
+    """Adherence, near- and out-of-scope overgeneralization (and out-of-scope KL to the base) of a model.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A PEFT model (KL against its disabled adapter) or the base model itself (KL 0, not computed).
+    tokenizer : tokenizer
+    key : {"ampersand", "u"}
+    scale : Scale
+    seed : int
+    template : str, optional
+        Prompt template (the in-context baseline shows the feedback through it).
+    kl : bool, default True
+        Compute the out-of-scope KL (needs a PEFT model).
+    feedback : Feedback, optional
+        Shown in context through ``template``.
+
+    Returns
+    -------
+    dict of str to float
+        ``adherence``, ``near``, ``out``, ``overgen`` (mean of near and out) and, with ``kl``, ``kl_out``.
+    """
+    wf = world_feedback(key)
+    ev = eval_set(key, scale, seed)
+    res = {}
+    for kind, name in (("in", "adherence"), ("near", "near"), ("out", "out")):
+        prompts, y0 = ev[kind]
+        shown = [in_context_prompt(feedback, p, template) for p in prompts] if feedback is not None else prompts
+        ys = generate(model, tokenizer, shown, max_new_tokens=MAX_NEW)
+        res[name] = feedback_rates(wf.feedback, ys, y0)
+    res["overgen"] = 0.5 * (res["near"] + res["out"])
+    if kl:
+        prompts = ev["out"][0]
+        samples = generate(model, tokenizer, prompts, max_new_tokens=MAX_NEW, do_sample=True, seed=seed)
+        res["kl_out"] = float(sequence_kl(model, None, tokenizer, prompts, samples).mean())
+    return res
+
+
+TRAINERS = {"c3po": train_c3po, "dpo": train_dpo, "scd": train_scd, "scd_negatives": train_scd_negatives}
+
+
+@functools.lru_cache(maxsize=16)
+def trained(method: str, key: str, scale: Scale, seed: int, lambda_near: float = 0.1, lambda_out: float = 0.2):
+    """Train one method's adapter on a world feedback (cached; do not modify the returned model).
+
+    Parameters
+    ----------
+    method : {"c3po", "dpo", "scd", "scd_negatives"}
+    key : {"ampersand", "u"}
+    scale : Scale
+    seed : int
+    lambda_near, lambda_out : float
+        Anchor weights (C3PO and SCD + negatives).
+
+    Returns
+    -------
+    FeedbackResult
+    """
+    s = setting(scale)
+    model, tok, _ = pretrained_base(scale, seed)
+    data = world_data(key, scale, seed)
+    lr = DPO_LR if method == "dpo" else LORA_LR
+    cfg = lora_config(seed, lambda_near=lambda_near, lambda_out=lambda_out, batch_size=s.batch, lr=lr)
+    return TRAINERS[method](model, tok, data, config=cfg, steps=s.steps)
+
+
+@functools.lru_cache(maxsize=16)
+def scores(method: str, key: str, scale: Scale, seed: int, lambda_near: float = 0.1, lambda_out: float = 0.2):
+    """Evaluate one trained method (cached).
+
+    Parameters
+    ----------
+    method : {"c3po", "dpo", "scd", "scd_negatives", "in_context", "base"}
+    key : {"ampersand", "u"}
+    scale : Scale
+    seed : int
+    lambda_near, lambda_out : float
+
+    Returns
+    -------
+    dict of str to float
+    """
+    if method in ("in_context", "base"):
+        model, tok, _ = pretrained_base(scale, seed)
+        fb = world_feedback(key).feedback if method == "in_context" else None
+        return evaluate(model, tok, key, scale, seed, template=WORLD_TEMPLATE if fb else None, kl=False, feedback=fb)
+    res = trained(method, key, scale, seed, lambda_near, lambda_out)
+    _, tok, _ = pretrained_base(scale, seed)
+    return evaluate(res.model, tok, key, scale, seed)
+
+
+# ---------------------------------------------------------------------------------------------- claims
+PARETO_METHODS = ("in_context", "scd", "scd_negatives", "dpo", "c3po")
+
+
+def compare(key: str, scale: Scale, seed: int) -> dict[str, float]:
+    """C3PO against in-context, SCD, SCD + negatives and DPO on one world feedback; writes the Pareto plot.
+
+    Parameters
+    ----------
+    key : str
+        A feedback key (:func:`world_feedback`).
+    scale : Scale
+    seed : int
+
+    Returns
+    -------
+    dict of str to float
+        ``<method>_<metric>`` for the base model and every method.
+    """
+    with single_thread():
+        t0 = time.perf_counter()
+        m = {}
+        for method in ("base",) + PARETO_METHODS:
+            for k, v in scores(method, key, scale, seed).items():
+                m[f"{method}_{k}"] = v
+        m["seconds"] = time.perf_counter() - t0
+    pareto_plot(m, world_feedback(key).feedback.content, f"c3po-pareto-seed{seed}")
+    return m
+
+
+def run_adherence(scale: Scale, seed: int) -> dict[str, float]:
+    """C3PO against in-context, SCD, SCD + negatives and DPO on the "&" feedback; writes the Pareto plot.
+
+    Parameters
+    ----------
+    scale : Scale
+    seed : int
+
+    Returns
+    -------
+    dict of str to float
+    """
+    return compare("ampersand", scale, seed)
+
+
+def pareto_plot(m: dict, title: str, name: str):
+    """Draw every method's (overgeneralization, adherence) point and save it in the current run directory.
+
+    Parameters
+    ----------
+    m : dict
+        Metrics of :func:`compare`.
+    title : str
+        The feedback.
+    name : str
+        File stem.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(5, 4))
+    ax = fig.subplots()
+    for method in PARETO_METHODS:
+        ax.scatter(m[f"{method}_overgen"], m[f"{method}_adherence"], s=40)
+        ax.annotate(method, (m[f"{method}_overgen"], m[f"{method}_adherence"]), fontsize=8)
+    ax.set_xlabel("overgeneralization (near + out of scope, lower is better)")
+    ax.set_ylabel("feedback adherence (in scope)")
+    ax.set_xlim(-0.05, 1.05)
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_title(title, fontsize=9)
+    save_figure(fig, name)
+    return fig
+
+
+def run_anchors(scale: Scale, seed: int) -> dict[str, float]:
+    """C3PO against itself without the near-scope term and without the out-of-scope term.
+
+    Parameters
+    ----------
+    scale : Scale
+    seed : int
+
+    Returns
+    -------
+    dict of str to float
+    """
+    with single_thread():
+        m = {}
+        for name, ln, lo in (("c3po", 0.1, 0.2), ("no_near", 0.0, 0.2), ("no_out", 0.1, 0.0)):
+            for k, v in scores("c3po", "ampersand", scale, seed, ln, lo).items():
+                m[f"{name}_{k}"] = v
+    return m
+
+
+def run_composition(scale: Scale, seed: int) -> dict[str, float]:
+    """Two C3PO adapters ("&" in colleague DMs, "u" in recipes) alone and composed (their LoRA updates summed).
+
+    Measured, not a claim: the composed model loses adherence on some seeds (seed 0, quick: "&" 0.04 and "u" 0.0
+    composed against 1.0 and 1.0 alone; seed 1, smoke: 1.0 and 1.0 both), because each adapter's out-of-scope
+    anchor holds the other feedback's domain at the base model's answers and the summed updates cancel.
+
+    Parameters
+    ----------
+    scale : Scale
+    seed : int
+
+    Returns
+    -------
+    dict of str to float
+    """
+    from .c3po import compose_adapters
+
+    with single_thread():
+        m = {}
+        base, tok, _ = pretrained_base(scale, seed)
+        a = trained("c3po", "ampersand", scale, seed).model
+        b = trained("c3po", "u", scale, seed).model
+        both = compose_adapters(base, [a, b])
+        for key in ("ampersand", "u"):
+            for k, v in scores("c3po", key, scale, seed).items():
+                m[f"{key}_alone_{k}"] = v
+            for k, v in evaluate(both, tok, key, scale, seed, kl=False).items():
+                m[f"{key}_composed_{k}"] = v
+    return m
+
+
+__all__ = [
+    "Setting",
+    "SETTINGS",
+    "WorldFeedback",
+    "world_feedback",
+    "parse_feedback",
+    "compare",
+    "pareto_plot",
+    "setting",
+    "lora_config",
+    "pretrained_base",
+    "responder",
+    "world_data",
+    "eval_set",
+    "evaluate",
+    "trained",
+    "scores",
+    "run_adherence",
+    "run_anchors",
+    "run_composition",
+]
