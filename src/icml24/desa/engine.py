@@ -1,0 +1,965 @@
+"""DeSA's decentralised engine: one client per OS process over ``torch.distributed`` (gloo), or all in-process.
+
+Algorithm 1 of the paper with the official ``iterative_desa.py`` schedule:
+
+1. every client synthesises local anchors by distribution matching (:func:`~icml24.desa.synthesize_anchors`);
+2. the anchors are exchanged once with a collective (``all_gather``) and every client builds the same global
+   anchor set (:func:`~icml24.desa.global_anchors`, ``mode`` "mean" as the code or "union" as the paper);
+3. for ``rounds`` rounds (official ``kd_iters`` 100): a subset of clients is sampled (``client_ratio``, same
+   draw on every client), each sampled client evaluates its model on the anchors (eval mode, fixed order)
+   and sends the logits to its sampled neighbours in the topology, then trains ``local_epochs`` epochs
+   (official ``c_iters`` 1) on ``lambda_ce CE(local U anchors) + lambda_kd KD + lambda_reg REG``, the KD
+   teacher being the mean of the neighbours' logits. Only anchors (once) and logits travel, never weights.
+
+The in-process mode runs the same client code in one process, in lock-step; on the same seeds it gives the
+same anchors, logits, bytes and weights as the multi-process mode (both run every client on one thread).
+Bytes are counted from the payload of every tensor a client hands to ``torch.distributed`` (the same
+tensors are counted in-process).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import socket
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field, fields
+from datetime import timedelta
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..errors import ICML24Error, InputError
+from ..validation import check_choice, check_float, check_int, check_seed, check_tensor
+from .anchors import DSA_STRATEGY, AnchorSet, global_anchors, synthesize_anchors
+from .losses import kd_loss, supcon_loss
+from .models import check_model
+from .optim import SGD
+
+__all__ = [
+    "DesaConfig",
+    "DesaResult",
+    "ClientFailed",
+    "make_topology",
+    "sample_clients",
+    "run_desa",
+    "accuracy_matrix",
+    "domain_summary",
+]
+
+TOPOLOGIES = ("mesh", "ring", "random_regular")
+
+
+class ClientFailed(ICML24Error, RuntimeError):
+    """A client process died or failed during a multi-process run; the message names it.
+
+    Parameters
+    ----------
+    message : str
+    hint : str, optional
+    """
+
+
+@dataclass(frozen=True)
+class DesaConfig:
+    """Settings of a DeSA run; defaults are the official code's (``iterative_desa.py``, digits).
+
+    Parameters
+    ----------
+    rounds : int, default 100
+        Communication rounds (official ``kd_iters``).
+    local_epochs : int, default 1
+        Epochs over ``local U anchors`` per round (official ``c_iters``).
+    lr : float, default 0.01
+        SGD learning rate of the clients (official ``lr_kd``).
+    momentum : float, default 0.0
+        SGD momentum of the clients (official: none).
+    batch_size : int, default 32
+        Local, KD and REG batch size (official ``batch`` = ``kd_batch``).
+    lambda_ce, lambda_kd, lambda_reg : float, default 1.0
+        Loss weights (official ``lambda_ori``, ``lambda_kd``, ``lambda_reg``); 0 removes a term.
+    temperature : float, default 20.0
+        KD temperature.
+    distil_weight : float, default 0.9
+        KD weight ``w`` of the soft term.
+    kl_reduction : {"mean", "batchmean"}, default "mean"
+        ``nn.KLDivLoss()``'s element-wise mean as the code, or the per-sample KL.
+    reg_temperature : float, default 0.07
+        SupCon temperature (and base temperature).
+    ipc : int, default 50
+        Anchors per class and client.
+    dm_iterations : int, default 1000
+        Distribution-matching iterations (official ``inv_iters``).
+    dm_batch_real : int, default 256
+    dm_lr, dm_momentum : float, default 1.0, 0.5
+    augment : str, default ``DSA_STRATEGY``
+        DSA operations used by DM (``"none"`` off).
+    dm_net_width, dm_net_depth : int, default 128, 3
+        The fresh random ConvNet of each DM iteration.
+    dp : bool, default False
+        DP-SGD anchor synthesis (clip ``l2_norm_clip``, noise ``noise_multiplier``).
+    l2_norm_clip, noise_multiplier : float, default 2.0, 0.6
+    anchor_mode : {"mean", "union"}, default "mean"
+    topology : str or sequence of sequence of int, default "mesh"
+        ``"mesh"`` (the code: all sampled clients), ``"ring"``, ``"random_regular"``, or neighbour lists.
+    degree : int, default 2
+        Degree of ``"random_regular"``.
+    client_ratio : float, default 1.0
+        Fraction of clients sampled each round (official ``client_ratio``).
+    num_classes : int, default 10
+    seed : int, default 0
+    """
+
+    rounds: int = 100
+    local_epochs: int = 1
+    lr: float = 0.01
+    momentum: float = 0.0
+    batch_size: int = 32
+    lambda_ce: float = 1.0
+    lambda_kd: float = 1.0
+    lambda_reg: float = 1.0
+    temperature: float = 20.0
+    distil_weight: float = 0.9
+    kl_reduction: str = "mean"
+    reg_temperature: float = 0.07
+    ipc: int = 50
+    dm_iterations: int = 1000
+    dm_batch_real: int = 256
+    dm_lr: float = 1.0
+    dm_momentum: float = 0.5
+    augment: str = DSA_STRATEGY
+    dm_net_width: int = 128
+    dm_net_depth: int = 3
+    dp: bool = False
+    l2_norm_clip: float = 2.0
+    noise_multiplier: float = 0.6
+    anchor_mode: str = "mean"
+    topology: str | tuple = "mesh"
+    degree: int = 2
+    client_ratio: float = 1.0
+    num_classes: int = 10
+    seed: int = 0
+
+    def validated(self) -> "DesaConfig":
+        """A copy with every field checked (one-line ``InputError`` naming the field otherwise).
+
+        Returns
+        -------
+        DesaConfig
+        """
+        kw = {f.name: getattr(self, f.name) for f in fields(self)}
+        for name in ("rounds", "dm_iterations"):
+            kw[name] = check_int(kw[name], name, min_val=0)
+        for name in ("local_epochs", "batch_size", "ipc", "dm_batch_real", "dm_net_width", "dm_net_depth"):
+            kw[name] = check_int(kw[name], name, min_val=1)
+        kw["degree"] = check_int(kw["degree"], "degree", min_val=1)
+        kw["num_classes"] = check_int(kw["num_classes"], "num_classes", min_val=2)
+        for name in ("lr", "temperature", "reg_temperature", "dm_lr", "l2_norm_clip"):
+            kw[name] = check_float(kw[name], name, min_val=0.0, include_boundaries="neither")
+        for name in ("lambda_ce", "lambda_kd", "lambda_reg", "noise_multiplier"):
+            kw[name] = check_float(kw[name], name, min_val=0.0)
+        kw["distil_weight"] = check_float(kw["distil_weight"], "distil_weight", min_val=0.0, max_val=1.0)
+        kw["momentum"] = check_float(kw["momentum"], "momentum", min_val=0.0, max_val=1.0, include_boundaries="left")
+        kw["dm_momentum"] = check_float(kw["dm_momentum"], "dm_momentum", min_val=0.0, max_val=1.0)
+        kw["client_ratio"] = check_float(
+            kw["client_ratio"], "client_ratio", min_val=0.0, max_val=1.0, include_boundaries="right"
+        )
+        kw["kl_reduction"] = check_choice(kw["kl_reduction"], "kl_reduction", ("mean", "batchmean"))
+        kw["anchor_mode"] = check_choice(kw["anchor_mode"], "anchor_mode", ("mean", "union"))
+        if not isinstance(kw["dp"], bool):
+            raise InputError(f"dp must be True or False, got {kw['dp']!r}")
+        if not isinstance(kw["augment"], str):
+            raise InputError("augment must be a string of DSA operations")
+        kw["seed"] = check_seed(kw["seed"])
+        topo = kw["topology"]
+        if isinstance(topo, str):
+            kw["topology"] = check_choice(topo, "topology", TOPOLOGIES)
+        elif isinstance(topo, Sequence):
+            kw["topology"] = tuple(tuple(int(j) for j in row) for row in topo)
+        else:
+            raise InputError(f"topology must be one of {TOPOLOGIES} or neighbour lists, got {type(topo).__name__}")
+        if kw["lambda_ce"] + kw["lambda_kd"] + kw["lambda_reg"] == 0:
+            raise InputError("lambda_ce, lambda_kd and lambda_reg are all 0", "keep at least one loss term")
+        return DesaConfig(**kw)
+
+
+@dataclass
+class DesaResult:
+    """What a DeSA run returns.
+
+    Parameters
+    ----------
+    models : list of torch.nn.Module
+        Trained copies of the clients' models (the user's modules are never changed).
+    anchors : AnchorSet
+        The global anchor set.
+    local_anchors : list of AnchorSet
+        Each client's own anchors.
+    bytes_anchors, bytes_logits : list of int
+        Payload bytes each client sent: anchors (once) and logits (all rounds).
+    round_logits : list of list of torch.Tensor or None
+        ``round_logits[r][i]``: client ``i``'s logits on the anchors at round ``r`` (None when not sampled).
+    losses : list of list of float
+        Each client's mean training loss per round (NaN when not sampled).
+    topology : list of list of int
+        The neighbour lists used.
+    backend : str
+    seconds : float
+        Wall time of the run.
+    """
+
+    models: list
+    anchors: AnchorSet
+    local_anchors: list
+    bytes_anchors: list
+    bytes_logits: list
+    round_logits: list
+    losses: list
+    topology: list
+    backend: str
+    seconds: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def bytes_sent(self) -> list[int]:
+        """Payload bytes each client sent in total.
+
+        Returns
+        -------
+        list of int
+        """
+        return [a + b for a, b in zip(self.bytes_anchors, self.bytes_logits)]
+
+
+# ---------------------------------------------------------------------------------------------- topology
+def _connected(adj: list[list[int]]) -> bool:
+    seen, todo = {0}, [0]
+    while todo:
+        for j in adj[todo.pop()]:
+            if j not in seen:
+                seen.add(j)
+                todo.append(j)
+    return len(seen) == len(adj)
+
+
+def make_topology(kind, n_clients: int, *, degree: int = 2, seed: int = 0) -> list[list[int]]:
+    """Neighbour lists of a connected undirected communication graph.
+
+    Parameters
+    ----------
+    kind : {"mesh", "ring", "random_regular"} or sequence of sequence of int
+        A named graph, or neighbour lists to check (made symmetric is *not* assumed: ``j in adj[i]`` must
+        imply ``i in adj[j]``).
+    n_clients : int
+        At least 2.
+    degree : int, default 2
+        Degree of ``"random_regular"`` (``n_clients * degree`` even, ``degree < n_clients``).
+    seed : int, default 0
+        Seeds ``"random_regular"`` (redrawn until connected).
+
+    Returns
+    -------
+    list of list of int
+        ``adj[i]``: the sorted neighbours of client ``i``.
+
+    Raises
+    ------
+    InputError
+        A graph that is not connected, not symmetric, has self-loops or out-of-range clients.
+    """
+    n = check_int(n_clients, "n_clients", min_val=2)
+    seed = check_seed(seed)
+    if isinstance(kind, str):
+        kind = check_choice(kind, "topology", TOPOLOGIES)
+        if kind == "mesh":
+            return [[j for j in range(n) if j != i] for i in range(n)]
+        if kind == "ring":
+            return [sorted({(i - 1) % n, (i + 1) % n}) for i in range(n)]
+        degree = check_int(degree, "degree", min_val=1, max_val=n - 1)
+        if (n * degree) % 2:
+            raise InputError(f"degree {degree} x {n} clients is odd", "no regular graph exists; change degree")
+        import networkx as nx
+
+        for attempt in range(100):
+            g = nx.random_regular_graph(degree, n, seed=seed * 1000 + attempt)
+            adj = [sorted(g.neighbors(i)) for i in range(n)]
+            if _connected(adj):
+                return adj
+        raise InputError(f"no connected {degree}-regular graph on {n} clients was drawn", "raise degree")
+    if not isinstance(kind, Sequence) or len(kind) != n:
+        raise InputError(f"topology must be a name or {n} neighbour lists, got {type(kind).__name__}")
+    adj = []
+    for i, row in enumerate(kind):
+        if isinstance(row, (str, bytes)) or not isinstance(row, Sequence):
+            raise InputError(f"topology[{i}] must be a list of neighbour indices")
+        nb = sorted({int(j) for j in row})
+        if any(j < 0 or j >= n for j in nb):
+            raise InputError(f"topology[{i}] names a client outside 0..{n - 1}")
+        if i in nb:
+            raise InputError(f"topology[{i}] lists client {i} as its own neighbour")
+        adj.append(nb)
+    for i, nb in enumerate(adj):
+        for j in nb:
+            if i not in adj[j]:
+                raise InputError(f"topology is not symmetric: {j} in topology[{i}] but {i} not in topology[{j}]")
+    if not _connected(adj):
+        raise InputError("topology is not connected", "every client must reach every other through neighbours")
+    return adj
+
+
+def sample_clients(n_clients: int, client_ratio: float, round_index: int, seed: int) -> list[int]:
+    """The clients taking part in a round: ``int(client_ratio * n)`` of them (at least one), same on every client.
+
+    Parameters
+    ----------
+    n_clients : int
+    client_ratio : float
+        In (0, 1]; 1 selects everyone (the official ``client_ratio``).
+    round_index : int
+    seed : int
+
+    Returns
+    -------
+    list of int
+        Sorted client indices.
+    """
+    n = check_int(n_clients, "n_clients", min_val=1)
+    ratio = check_float(client_ratio, "client_ratio", min_val=0.0, max_val=1.0, include_boundaries="right")
+    r = check_int(round_index, "round_index", min_val=0)
+    seed = check_seed(seed)
+    if ratio >= 1.0:
+        return list(range(n))
+    k = max(1, int(ratio * n))
+    rng = np.random.default_rng([seed, r, 7])
+    return sorted(int(i) for i in rng.choice(n, size=k, replace=False))
+
+
+# ------------------------------------------------------------------------------------------------ client
+def _nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+class _Client:
+    """The state and steps of one client; the same code runs in-process and in a worker process."""
+
+    def __init__(self, rank: int, model, x: torch.Tensor, y: torch.Tensor, cfg: DesaConfig) -> None:
+        self.rank, self.cfg = rank, cfg
+        self.model = copy.deepcopy(model).train()
+        self.x, self.y = x, y
+        seq = np.random.SeedSequence([cfg.seed, rank, 29])
+        s_dm, s_train = (int(s.generate_state(1)[0]) for s in seq.spawn(2))
+        self.dm_seed = s_dm
+        self.g = torch.Generator().manual_seed(s_train)
+        self.opt = SGD(self.model.parameters(), lr=cfg.lr, momentum=cfg.momentum)
+        self.losses: list[float] = []
+
+    def synthesize(self) -> AnchorSet:
+        c = self.cfg
+        return synthesize_anchors(
+            self.x,
+            self.y,
+            num_classes=c.num_classes,
+            ipc=c.ipc,
+            iterations=c.dm_iterations,
+            batch_real=c.dm_batch_real,
+            lr=c.dm_lr,
+            momentum=c.dm_momentum,
+            augment=c.augment,
+            net_width=c.dm_net_width,
+            net_depth=c.dm_net_depth,
+            dp=c.dp,
+            l2_norm_clip=c.l2_norm_clip,
+            noise_multiplier=c.noise_multiplier,
+            seed=self.dm_seed,
+        )
+
+    def set_anchors(self, anchors: AnchorSet) -> None:
+        self.anchors = anchors
+        # the code shuffles the anchors once; the KD loader then walks them in that fixed order
+        order = torch.randperm(len(anchors.labels), generator=self.g)
+        self.ax, self.ay = anchors.images[order], anchors.labels[order]
+        self.cx = torch.cat([self.x, self.ax])
+        self.cy = torch.cat([self.y, self.ay])
+
+    def anchor_logits(self) -> torch.Tensor:
+        self.model.eval()
+        with torch.no_grad():
+            z = torch.cat([self.model(b) for b in self.ax.split(self.cfg.batch_size)])
+        self.model.train()
+        return z
+
+    def train_round(self, teacher: torch.Tensor | None) -> float:
+        c, m = self.cfg, self.model
+        bs = c.batch_size
+        use_kd = teacher is not None and c.lambda_kd > 0
+        total, steps = 0.0, 0
+        for _ in range(c.local_epochs):
+            perm = torch.randperm(len(self.cy), generator=self.g)
+            kd_step = 0
+            n_kd = math.ceil(len(self.ay) / bs)
+            reg_perm = torch.randperm(len(self.ay), generator=self.g)
+            reg_step = 0
+            for idx in perm.split(bs):
+                x, y = self.cx[idx], self.cy[idx]
+                h = m.embed(x)
+                loss = c.lambda_ce * F.cross_entropy(m.classify(h), y) if c.lambda_ce > 0 else h.new_zeros(())
+                if use_kd:
+                    if kd_step == n_kd:
+                        kd_step = 0
+                    sl = slice(kd_step * bs, (kd_step + 1) * bs)
+                    loss = loss + c.lambda_kd * kd_loss(
+                        m(self.ax[sl]),
+                        teacher[sl],
+                        self.ay[sl],
+                        temperature=c.temperature,
+                        distil_weight=c.distil_weight,
+                        reduction=c.kl_reduction,
+                    )
+                    kd_step += 1
+                if c.lambda_reg > 0:
+                    if reg_step * bs >= len(reg_perm):
+                        reg_perm = torch.randperm(len(self.ay), generator=self.g)
+                        reg_step = 0
+                    ridx = reg_perm[reg_step * bs : (reg_step + 1) * bs]
+                    reg_step += 1
+                    with torch.no_grad():
+                        ha = m.embed(self.ax[ridx])
+                    loss = loss + c.lambda_reg * supcon_loss(
+                        h,
+                        ha,
+                        y,
+                        self.ay[ridx],
+                        temperature=c.reg_temperature,
+                        base_temperature=c.reg_temperature,
+                    )
+                if not torch.isfinite(loss):
+                    raise ClientFailed(f"client {self.rank} diverged (non-finite loss)", "lower lr or momentum")
+                self.opt.zero_grad(set_to_none=True)
+                loss.backward()
+                self.opt.step()
+                total += float(loss.detach())
+                steps += 1
+        return total / max(steps, 1)
+
+
+def _teacher(received: dict[int, torch.Tensor]) -> torch.Tensor | None:
+    if not received:
+        return None
+    return torch.stack([received[j] for j in sorted(received)]).mean(0)
+
+
+# ------------------------------------------------------------------------------------------- validation
+def check_inputs(models, train_sets, cfg: DesaConfig, need_models: bool = True) -> tuple[list, list]:
+    """Validate the clients' models and data (one-line ``InputError`` naming the argument).
+
+    Parameters
+    ----------
+    models : sequence of torch.nn.Module
+    train_sets : sequence of (torch.Tensor, torch.Tensor)
+    cfg : DesaConfig
+    need_models : bool, default True
+        Require ``embed`` and ``classify`` on every model.
+
+    Returns
+    -------
+    (list, list)
+        The models and the ``(float images, int64 labels)`` pairs.
+    """
+    if isinstance(models, torch.nn.Module) or not isinstance(models, Sequence):
+        raise InputError("models must be a list of modules, one per client")
+    if isinstance(train_sets, tuple) and len(train_sets) == 2 and isinstance(train_sets[0], torch.Tensor):
+        raise InputError("train_sets must be a list of (images, labels) pairs, one per client")
+    if not isinstance(train_sets, Sequence):
+        raise InputError("train_sets must be a list of (images, labels) pairs, one per client")
+    if len(models) < 2:
+        raise InputError(f"models holds {len(models)} client(s); DeSA needs at least two clients")
+    if len(train_sets) != len(models):
+        raise InputError(f"train_sets has {len(train_sets)} entries for {len(models)} models")
+    ms = [check_model(m, f"models[{i}]") if need_models else m for i, m in enumerate(models)]
+    if len({id(m) for m in ms}) != len(ms):
+        raise InputError("models holds the same module twice", "give each client its own module")
+    data = []
+    shape = None
+    for i, pair in enumerate(train_sets):
+        if not isinstance(pair, Sequence) or len(pair) != 2:
+            raise InputError(f"train_sets[{i}] must be an (images, labels) pair")
+        x = check_tensor(pair[0], f"train_sets[{i}] images", ndim=4)
+        y = check_tensor(pair[1], f"train_sets[{i}] labels", ndim=1, dtype="integer")
+        if len(x) != len(y):
+            raise InputError(f"train_sets[{i}] has {len(x)} images but {len(y)} labels")
+        if int(y.min()) < 0 or int(y.max()) >= cfg.num_classes:
+            raise InputError(f"train_sets[{i}] labels must lie in [0, {cfg.num_classes})", "set num_classes")
+        if shape is None:
+            shape = x.shape[1:]
+        elif x.shape[1:] != shape:
+            raise InputError(f"train_sets[{i}] images have shape {tuple(x.shape[1:])}, client 0 {tuple(shape)}")
+        data.append((x.detach().float().contiguous(), y.detach().long().contiguous()))
+    held = set().union(*[set(y.tolist()) for _, y in data])
+    missing = sorted(set(range(cfg.num_classes)) - held)
+    if missing:
+        raise InputError(
+            f"the anchors would have classes {missing} that no client holds (num_classes={cfg.num_classes})",
+            "lower num_classes or relabel",
+        )
+    return ms, data
+
+
+# ---------------------------------------------------------------------------------------------- engines
+def _run_inprocess(models, data, cfg, adj, progress, given) -> DesaResult:
+    n = len(models)
+    clients = [_Client(i, models[i], data[i][0], data[i][1], cfg) for i in range(n)]
+    local = [cl.synthesize() if given is None else given[i] for i, cl in enumerate(clients)]
+    presence = torch.zeros(cfg.num_classes, dtype=torch.int64)
+    bytes_anchors = [(n - 1) * (_nbytes(a.images) + _nbytes(presence)) for a in local]
+    glob = global_anchors(local, cfg.anchor_mode)
+    for cl in clients:
+        cl.set_anchors(glob)
+    bytes_logits = [0] * n
+    round_logits, losses = [], [[] for _ in range(n)]
+    for r in range(cfg.rounds):
+        sampled = sample_clients(n, cfg.client_ratio, r, cfg.seed)
+        z = {}
+        if cfg.lambda_kd > 0:
+            for i in sampled:
+                z[i] = clients[i].anchor_logits()
+        round_logits.append([z.get(i) for i in range(n)])
+        for i in range(n):
+            if i not in sampled:
+                losses[i].append(float("nan"))
+                continue
+            nbs = [j for j in adj[i] if j in sampled]
+            if cfg.lambda_kd > 0:
+                bytes_logits[i] += len(nbs) * _nbytes(z[i])
+            received = {j: z[j] for j in nbs} if cfg.lambda_kd > 0 else {}
+            losses[i].append(clients[i].train_round(_teacher(received)))
+        if progress is not None:
+            progress(r)
+    return DesaResult(
+        [cl.model for cl in clients], glob, local, bytes_anchors, bytes_logits, round_logits, losses, adj, "inprocess"
+    )
+
+
+def _free_port(address: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((address, 0))
+        return int(s.getsockname()[1])
+
+
+def _worker(rank, world, address, port, payload, out_dir, timeout, fail_at, queue) -> None:
+    """Entry point of one client process (module-level so that ``spawn`` can import it)."""
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    try:
+        model, x, y, cfg, adj, given = payload
+        dist.init_process_group(
+            "gloo",
+            init_method=f"tcp://{address}:{port}",
+            rank=rank,
+            world_size=world,
+            timeout=timedelta(seconds=timeout),
+        )
+        client = _Client(rank, model, x, y, cfg)
+        if fail_at == -1:
+            os._exit(3)
+        mine = client.synthesize() if given is None else given
+        presence = torch.zeros(cfg.num_classes, dtype=torch.int64)
+        presence[list(mine.classes_present)] = 1
+        gathered = [torch.empty_like(mine.images) for _ in range(world)]
+        dist.all_gather(gathered, mine.images.contiguous())
+        pres = [torch.empty_like(presence) for _ in range(world)]
+        dist.all_gather(pres, presence)
+        bytes_anchors = (world - 1) * (_nbytes(mine.images) + _nbytes(presence))
+        local = [
+            AnchorSet(
+                gathered[j], mine.labels.clone(), mine.ipc, tuple(int(c) for c in torch.nonzero(pres[j]).flatten())
+            )
+            for j in range(world)
+        ]
+        glob = global_anchors(local, cfg.anchor_mode)
+        client.set_anchors(glob)
+        bytes_logits, logits, losses = 0, [], []
+        for r in range(cfg.rounds):
+            if fail_at == r:
+                os._exit(3)
+            sampled = sample_clients(world, cfg.client_ratio, r, cfg.seed)
+            if rank not in sampled:
+                logits.append(None)
+                losses.append(float("nan"))
+                continue
+            nbs = [j for j in adj[rank] if j in sampled]
+            received = {}
+            z = None
+            if cfg.lambda_kd > 0:
+                z = client.anchor_logits()
+                bufs = {j: torch.empty_like(z) for j in nbs}
+                reqs = [dist.isend(z, j, tag=r) for j in nbs] + [dist.irecv(bufs[j], j, tag=r) for j in nbs]
+                for q in reqs:
+                    q.wait()
+                bytes_logits += len(nbs) * _nbytes(z)
+                received = bufs
+            logits.append(z)
+            losses.append(client.train_round(_teacher(received)))
+            queue.put((rank, r))
+        out = {
+            "state": client.model.state_dict(),
+            "local": [mine.images, mine.labels, torch.tensor(mine.classes_present), torch.tensor(mine.losses)],
+            "privacy": torch.tensor(
+                [
+                    float("nan") if mine.epsilon is None else mine.epsilon,
+                    float("nan") if mine.delta is None else mine.delta,
+                ],
+                dtype=torch.float64,
+            ),
+            "bytes": torch.tensor([bytes_anchors, bytes_logits]),
+            "logits": logits,
+            "losses": torch.tensor(losses),
+        }
+        save_result(out_dir, rank, out)
+        dist.barrier()
+        dist.destroy_process_group()
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which names this client
+        report_failure(out_dir, rank, exc)
+        raise SystemExit(1) from None
+
+
+def spawn_clients(worker, payloads, rounds, sampled_of, progress, address, port, timeout, fail, budget) -> list:
+    """Start one spawned OS process per client running ``worker``, watch them, and collect their results.
+
+    Parameters
+    ----------
+    worker : callable
+        Module-level ``worker(rank, world, address, port, payload, out_dir, timeout, fail_at, queue)``; it
+        writes ``client<rank>.pt`` (read back with ``weights_only=True``) and puts ``(rank, round)`` on the
+        queue after each round; on an error it writes ``client<rank>.err`` and exits non-zero.
+    payloads : list
+        One picklable payload per client.
+    rounds : int
+    sampled_of : callable ``round -> list of int``
+        The clients of a round (to know when a round is complete for ``progress``).
+    progress : callable or None
+    address : str
+    port : int or None
+    timeout : float
+    fail : (int, int) or None
+    budget : float
+        Seconds allowed before the first round completes (anchor synthesis).
+
+    Returns
+    -------
+    list of dict
+        Each client's saved results.
+    """
+    import multiprocessing as mp
+    import queue as queue_mod
+
+    n = len(payloads)
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    port = _free_port(address) if port is None else port
+    with tempfile.TemporaryDirectory(prefix="desa-") as out_dir:
+        procs = []
+        for i in range(n):
+            fail_at = fail[1] if fail is not None and fail[0] == i else None
+            p = ctx.Process(
+                target=worker, args=(i, n, address, port, payloads[i], out_dir, timeout, fail_at, q), daemon=True
+            )
+            p.start()
+            procs.append(p)
+        done: dict[int, int] = {}
+        reported = 0
+        deadline = time.monotonic() + timeout + budget
+        try:
+            while True:
+                try:
+                    while True:
+                        _, r = q.get(timeout=0.05)
+                        done[r] = done.get(r, 0) + 1
+                        deadline = time.monotonic() + timeout + 60
+                except queue_mod.Empty:
+                    pass
+                while reported < rounds and done.get(reported, 0) == len(sampled_of(reported)):
+                    if progress is not None:
+                        progress(reported)
+                    reported += 1
+                failed = [(i, p.exitcode) for i, p in enumerate(procs) if p.exitcode not in (None, 0)]
+                if failed:
+                    time.sleep(0.2)
+                    silent = [(i, c) for i, c in failed if not os.path.exists(os.path.join(out_dir, f"client{i}.err"))]
+                    i, code = (silent or failed)[0]
+                    err = os.path.join(out_dir, f"client{i}.err")
+                    if os.path.exists(err):
+                        with open(err) as fh:
+                            why = fh.readline().strip()
+                    else:
+                        why = f"its process exited with code {code}"
+                    raise ClientFailed(
+                        f"client {i} failed during the run ({why}); the other clients were stopped",
+                        "rerun; check that client's data and model, and that the address and port are free",
+                    )
+                if all(p.exitcode == 0 for p in procs):
+                    break
+                if time.monotonic() > deadline:
+                    stuck = [i for i, p in enumerate(procs) if p.exitcode is None]
+                    raise ClientFailed(f"clients {stuck} made no progress within the timeout", "raise timeout")
+            return [torch.load(os.path.join(out_dir, f"client{i}.pt"), weights_only=True) for i in range(n)]
+        finally:
+            for p in procs:
+                if p.is_alive():
+                    p.terminate()
+            for p in procs:
+                p.join(5)
+            q.close()
+            q.join_thread()
+
+
+def save_result(out_dir: str, rank: int, out: dict) -> None:
+    """Write a worker's results atomically as ``client<rank>.pt``.
+
+    Parameters
+    ----------
+    out_dir : str
+    rank : int
+    out : dict
+        Tensors, numbers and lists of them.
+    """
+    tmp = os.path.join(out_dir, f"client{rank}.pt.tmp")
+    torch.save(out, tmp)
+    os.replace(tmp, os.path.join(out_dir, f"client{rank}.pt"))
+
+
+def report_failure(out_dir: str, rank: int, exc: BaseException) -> None:
+    """Write a worker's error as ``client<rank>.err`` (first line: one-line summary).
+
+    Parameters
+    ----------
+    out_dir : str
+    rank : int
+    exc : BaseException
+    """
+    with open(os.path.join(out_dir, f"client{rank}.err"), "w") as fh:
+        fh.write(f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}\n")
+        fh.write(traceback.format_exc())
+
+
+def _run_gloo(models, data, cfg, adj, progress, address, port, timeout, fail, given) -> DesaResult:
+    n = len(models)
+    payloads = [(models[i], data[i][0], data[i][1], cfg, adj, None if given is None else given[i]) for i in range(n)]
+    results = spawn_clients(
+        _worker,
+        payloads,
+        cfg.rounds,
+        lambda r: sample_clients(n, cfg.client_ratio, r, cfg.seed),
+        progress,
+        address,
+        port,
+        timeout,
+        fail,
+        60.0 + 0.5 * cfg.dm_iterations * n,
+    )
+    trained = []
+    for i in range(n):
+        m = copy.deepcopy(models[i])
+        m.load_state_dict(results[i]["state"])
+        trained.append(m.train())
+    local = []
+    for res in results:
+        imgs, labs, present, losses = res["local"]
+        eps, delta = (None if v != v else float(v) for v in res["privacy"].tolist())
+        local.append(
+            AnchorSet(imgs, labs, cfg.ipc, tuple(int(c) for c in present), [float(v) for v in losses], eps, delta)
+        )
+    glob = global_anchors(local, cfg.anchor_mode)
+    round_logits = [[results[i]["logits"][r] for i in range(n)] for r in range(cfg.rounds)]
+    return DesaResult(
+        trained,
+        glob,
+        local,
+        [int(res["bytes"][0]) for res in results],
+        [int(res["bytes"][1]) for res in results],
+        round_logits,
+        [res["losses"].tolist() for res in results],
+        adj,
+        "gloo",
+    )
+
+
+def run_desa(
+    models: Sequence[torch.nn.Module],
+    train_sets: Sequence[tuple[torch.Tensor, torch.Tensor]],
+    config: DesaConfig | None = None,
+    *,
+    backend: str = "inprocess",
+    address: str = "127.0.0.1",
+    port: int | None = None,
+    timeout: float = 120.0,
+    progress: Callable[[int], None] | None = None,
+    fail: tuple[int, int] | None = None,
+    local_anchors: Sequence[AnchorSet] | None = None,
+) -> DesaResult:
+    """Run DeSA on the given clients (Algorithm 1): anchors once, then ``rounds`` rounds of logit exchange.
+
+    Parameters
+    ----------
+    models : sequence of torch.nn.Module
+        One per client (at least two), each with ``embed(x)`` and ``classify(h)``; architectures may
+        differ. Never changed: the run trains copies.
+    train_sets : sequence of (torch.Tensor, torch.Tensor)
+        Each client's normalised images ``(N_i, ch, H, W)`` and labels ``(N_i,)``; image shapes must agree.
+    config : DesaConfig, optional
+        Defaults to the official settings (:class:`DesaConfig`).
+    backend : {"inprocess", "gloo"}, default "inprocess"
+        ``"gloo"``: one OS process per client, talking through ``torch.distributed`` over TCP.
+    address : str, default "127.0.0.1"
+        Where the gloo rendezvous listens (any address the clients can reach).
+    port : int, optional
+        Rendezvous port; a free one is picked when None.
+    timeout : float, default 120.0
+        Seconds a client waits on a peer before failing (gloo).
+    progress : callable ``round -> None``, optional
+        Called after every round.
+    fail : (int, int), optional
+        Fault injection for tests of the gloo engine: client ``fail[0]`` exits abruptly at round ``fail[1]``
+        (``-1``: before anchor synthesis). The run then stops with :class:`ClientFailed` naming it.
+    local_anchors : sequence of AnchorSet, optional
+        Each client's local anchors from an earlier run (``DesaResult.local_anchors``): Phase 1 is skipped and
+        these are exchanged instead (for ablations that share the anchors).
+
+    Returns
+    -------
+    DesaResult
+
+    Notes
+    -----
+    ``backend="gloo"`` starts the clients with ``multiprocessing``'s *spawn* method, so a script that calls it
+    must guard its entry point with ``if __name__ == "__main__":`` (as for ``torch.multiprocessing.spawn``);
+    the models must be picklable (their classes importable).
+
+    Raises
+    ------
+    InputError
+        Fewer than two clients, models without ``embed``/``classify``, a topology that is not connected,
+        ``ipc < 1``, classes no client holds, or any other bad setting.
+    ClientFailed
+        A client process died or failed (gloo).
+    """
+    if config is not None and not isinstance(config, DesaConfig):
+        raise InputError(f"config must be a DesaConfig, got {type(config).__name__}")
+    cfg = (config or DesaConfig()).validated()
+    backend = check_choice(backend, "backend", ("inprocess", "gloo"))
+    if not isinstance(address, str) or not address:
+        raise InputError("address must be a host name or IP address")
+    if port is not None:
+        port = check_int(port, "port", min_val=1, max_val=65535)
+    timeout = check_float(timeout, "timeout", min_val=0.0, include_boundaries="neither")
+    if progress is not None and not callable(progress):
+        raise InputError("progress must be callable (round -> None)")
+    ms, data = check_inputs(models, train_sets, cfg)
+    n = len(ms)
+    adj = make_topology(cfg.topology, n, degree=cfg.degree, seed=cfg.seed)
+    if fail is not None:
+        if backend != "gloo" or not isinstance(fail, tuple) or len(fail) != 2:
+            raise InputError("fail must be (client, round) and needs backend='gloo'")
+        check_int(fail[0], "fail client", min_val=0, max_val=n - 1)
+        check_int(fail[1], "fail round", min_val=-1)
+    given = None
+    if local_anchors is not None:
+        if not isinstance(local_anchors, Sequence) or len(local_anchors) != n:
+            raise InputError(f"local_anchors must hold one AnchorSet per client ({n})")
+        for i, a in enumerate(local_anchors):
+            if not isinstance(a, AnchorSet) or a.ipc != cfg.ipc or a.images.shape[1:] != data[0][0].shape[1:]:
+                raise InputError(f"local_anchors[{i}] is not an AnchorSet of ipc {cfg.ipc} on these images")
+        given = list(local_anchors)
+    t0 = time.perf_counter()
+    if backend == "inprocess":
+        from ..threads import single_thread
+
+        with single_thread():
+            res = _run_inprocess(ms, data, cfg, adj, progress, given)
+    else:
+        res = _run_gloo(ms, data, cfg, adj, progress, address, port, float(timeout), fail, given)
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+# ------------------------------------------------------------------------------------------- evaluation
+def accuracy_matrix(models: Sequence[torch.nn.Module], test_sets, *, batch_size: int = 256) -> np.ndarray:
+    """``acc[i, j]``: accuracy of client ``i``'s model on client ``j``'s test set (eval mode, no gradients).
+
+    Parameters
+    ----------
+    models : sequence of torch.nn.Module
+    test_sets : sequence of (torch.Tensor, torch.Tensor)
+    batch_size : int, default 256
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(len(models), len(test_sets))``.
+    """
+    if isinstance(models, torch.nn.Module) or not isinstance(models, Sequence) or not models:
+        raise InputError("models must be a non-empty list of modules")
+    if not isinstance(test_sets, Sequence) or not test_sets:
+        raise InputError("test_sets must be a non-empty list of (images, labels) pairs")
+    batch_size = check_int(batch_size, "batch_size", min_val=1)
+    for i, m in enumerate(models):
+        if not isinstance(m, torch.nn.Module):
+            raise InputError(f"models[{i}] must be a torch.nn.Module")
+    sets = []
+    for j, pair in enumerate(test_sets):
+        if not isinstance(pair, Sequence) or len(pair) != 2:
+            raise InputError(f"test_sets[{j}] must be an (images, labels) pair")
+        x = check_tensor(pair[0], f"test_sets[{j}] images", ndim=4)
+        y = check_tensor(pair[1], f"test_sets[{j}] labels", ndim=1, dtype="integer")
+        if len(x) != len(y):
+            raise InputError(f"test_sets[{j}] has {len(x)} images but {len(y)} labels")
+        sets.append((x, y))
+    acc = np.zeros((len(models), len(sets)))
+    for i, m in enumerate(models):
+        was = m.training
+        m.eval()
+        with torch.no_grad():
+            for j, (x, y) in enumerate(sets):
+                pred = torch.cat([m(b).argmax(1) for b in x.split(batch_size)])
+                acc[i, j] = float((pred == y).float().mean())
+        m.train(was)
+    return acc
+
+
+def domain_summary(acc) -> dict[str, float]:
+    """Intra, inter and worst accuracy from an accuracy matrix (the official evaluation).
+
+    Parameters
+    ----------
+    acc : array-like
+        Square ``(n, n)`` matrix from :func:`accuracy_matrix`, ``n >= 2``.
+
+    Returns
+    -------
+    dict of str to float
+        ``intra`` (mean of the diagonal), ``inter`` (mean over clients of the mean off-diagonal row),
+        ``worst_intra``, ``worst_inter`` (the lowest client), and per client ``intra_<i>``, ``inter_<i>``.
+    """
+    from ..validation import check_array
+
+    a = check_array(acc, "acc", ndim=2)
+    if a.shape[0] != a.shape[1] or a.shape[0] < 2:
+        raise InputError(f"acc must be a square matrix of at least two clients, got shape {a.shape}")
+    n = a.shape[0]
+    intra = np.diag(a)
+    inter = np.array([(a[i].sum() - a[i, i]) / (n - 1) for i in range(n)])
+    out = {
+        "intra": float(intra.mean()),
+        "inter": float(inter.mean()),
+        "worst_intra": float(intra.min()),
+        "worst_inter": float(inter.min()),
+    }
+    for i in range(n):
+        out[f"intra_{i}"] = float(intra[i])
+        out[f"inter_{i}"] = float(inter[i])
+    return out
