@@ -1,0 +1,69 @@
+"""The claims of "KISA: A Unified Keyframe Identifier and Skill Annotator for Long-Horizon Robotics
+Demonstrations" (Kou et al., ICML 2024). The experiments are in ``experiments.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from ..claims import Claim
+from ..registry import method
+
+SLUG = "kisa"
+F1_MIN = 0.7  # KISA's keyframe F1 (+-2 frames) on held-in test demonstrations is at least this
+MARGIN = 0.2  # ... and at least this far above the best baseline
+COLLAPSE = 0.15  # removing the temporal module costs at least this much F1
+ORDER = 0.1  # ... and at least this much more than removing history negatives or the monotonic term
+
+
+def _holds_keyframes(m: Mapping[str, float]) -> bool:
+    return bool(m["kisa_f1"] >= F1_MIN and m["kisa_f1"] - m["best_baseline_f1"] >= MARGIN)
+
+
+KEYFRAMES = Claim(
+    key=f"{SLUG}/keyframes",
+    statement=(
+        "On held-out demonstrations of the procedural tabletop world (chains of 3-5 of 8 skills with look-alike "
+        "reach phases; frozen stand-in image encoder, frozen all-MiniLM-L6-v2 skill text), KISA's keyframe F1 "
+        f"within +-2 frames is at least {F1_MIN:g} and at least {MARGIN:g} above the best of four baselines on "
+        "the same frame embeddings: frame-wise text similarity (LIV-L analogue, a ridge map into the text "
+        "space), goal-image similarity (LIV-I), kernel change points with ruptures given the true number of "
+        "segments (KTS) and UVD's goal-distance rule. MAE, number error and skill accuracy are reported."
+    ),
+    run="experiments:run_keyframes",
+    holds=_holds_keyframes,
+    headline="kisa_f1",
+    baseline="best_baseline_f1",
+    paper=(
+        "main table, keyframe F1 %: KISA 99.7 / 85.2 / 98.7 (ManiSkill2 / CALVIN / Kitchen) vs UVD 40.2 / 36.9 / "
+        "64.8, LIV 30.3 / 25.9 / 64.2, KTS 15.7 / 20.2 / 13.8; MAE 0.2 / 11.2 / 0.4 vs UVD 20.3 / 40.6 / 31.1"
+    ),
+)
+
+
+def _holds_ablation(m: Mapping[str, float]) -> bool:
+    return bool(m["drop_no_temporal"] >= COLLAPSE and m["drop_temporal_minus_others"] >= ORDER)
+
+
+ABLATION = Claim(
+    key=f"{SLUG}/ablation-temporal",
+    statement=(
+        "The temporal module matters most: on the same test demonstrations, replacing it by a per-frame map "
+        f"(same losses, same training) lowers keyframe F1 by at least {COLLAPSE:g}, and by at least {ORDER:g} "
+        "more than removing the history negatives (simple contrastive loss) or the monotonic term (alpha = 0). "
+        "The costs of those two are reported, not judged: at quick scale, seeds 0 / 1 / 2, removing the history "
+        "negatives costs 0.027 / -0.013 / 0.037 F1 and removing the monotonic term 0.012 / -0.016 / 0.022, "
+        "within seed noise and far below the paper's."
+    ),
+    run="experiments:run_ablation",
+    holds=_holds_ablation,
+    headline="full_f1",
+    baseline="no_temporal_f1",
+    paper=(
+        "ablation (LIV backbone, ManiSkill2 / CALVIN / Kitchen): full 99.2 / 94.7 / 96.1, "
+        "w/o temporal 22.0 / 25.0 / 19.0"
+    ),
+)
+
+
+METHOD = method(SLUG, (KEYFRAMES, ABLATION))
