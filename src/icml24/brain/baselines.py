@@ -9,6 +9,7 @@ import torch
 from torch import Tensor
 
 from ..errors import InputError
+from ..nn.lm import dpo_loss
 from ..validation import check_float, check_tensor
 
 
@@ -74,43 +75,6 @@ def gdcpp_weights(
     if pol.shape != w.shape:
         raise InputError(f"policy_logp has shape {tuple(pol.shape)}, expected {tuple(w.shape)}")
     return w - torch.exp(pol.detach().double() - proposal_logp.detach().double()).to(w.dtype) / w.size(1)
-
-
-def dpo_loss(
-    policy_chosen_logp: Tensor,
-    policy_rejected_logp: Tensor,
-    ref_chosen_logp: Tensor,
-    ref_rejected_logp: Tensor,
-    beta: float = 0.1,
-) -> Tensor:
-    """The DPO loss ``mean -log sigmoid(beta [(log pi_w - log ref_w) - (log pi_l - log ref_l)])``.
-
-    Parameters
-    ----------
-    policy_chosen_logp, policy_rejected_logp : torch.Tensor
-        Sequence log-probabilities of the chosen / rejected responses under the policy, ``(pairs,)``.
-    ref_chosen_logp, ref_rejected_logp : torch.Tensor
-        The same under the reference (SFT) model.
-    beta : float, default 0.1
-        KL strength (> 0); TRL's default.
-
-    Returns
-    -------
-    torch.Tensor
-        Scalar loss.
-    """
-    names = ("policy_chosen_logp", "policy_rejected_logp", "ref_chosen_logp", "ref_rejected_logp")
-    ts = [
-        check_tensor(t, n, ndim=1)
-        for t, n in zip((policy_chosen_logp, policy_rejected_logp, ref_chosen_logp, ref_rejected_logp), names)
-    ]
-    for t, n in zip(ts[1:], names[1:]):
-        if t.shape != ts[0].shape:
-            raise InputError(f"{n} has shape {tuple(t.shape)}, expected {tuple(ts[0].shape)}")
-    beta = check_float(beta, "beta", min_val=0.0, include_boundaries="neither")
-    pc, pr, rc, rr = ts
-    margin = (pc - rc.detach()) - (pr - rr.detach())
-    return -torch.nn.functional.logsigmoid(beta * margin).mean()
 
 
 def best_of_n_loss(policy_logp: Tensor, reward: Tensor) -> Tensor:

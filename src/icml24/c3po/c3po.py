@@ -21,12 +21,11 @@ from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from ..errors import InputError
 from ..extras import require
-from ..nn.lm import vocab_size_of
+from ..nn.lm import dpo_loss, vocab_size_of
 from ..validation import check_bool, check_choice, check_float, check_int, check_seed, check_tensor
 from .feedback import Feedback, FeedbackData
 
@@ -36,44 +35,6 @@ IGNORE = -100
 
 
 # ------------------------------------------------------------------------------------------------- losses
-def _vec(x, name: str) -> Tensor:
-    return check_tensor(x, name, ndim=1, allow_empty=False)
-
-
-def dpo_loss(
-    policy_chosen_logp: Tensor,
-    policy_rejected_logp: Tensor,
-    ref_chosen_logp: Tensor,
-    ref_rejected_logp: Tensor,
-    *,
-    beta: float = 0.1,
-) -> Tensor:
-    """TRL's sigmoid DPO loss, averaged over the batch: ``-log sigmoid(beta * (pi_logratios - ref_logratios))``.
-
-    Parameters
-    ----------
-    policy_chosen_logp, policy_rejected_logp : torch.Tensor
-        Summed completion log-probabilities ``(B,)`` of ``y+`` and ``y0`` under the policy.
-    ref_chosen_logp, ref_rejected_logp : torch.Tensor
-        The same under the reference (the base model, adapter disabled).
-    beta : float, default 0.1
-        DPO's temperature (official main configuration: 0.1).
-
-    Returns
-    -------
-    torch.Tensor
-        Scalar loss.
-    """
-    beta = check_float(beta, "beta", min_val=0.0, include_boundaries="right")
-    pc, pr = _vec(policy_chosen_logp, "policy_chosen_logp"), _vec(policy_rejected_logp, "policy_rejected_logp")
-    rc, rr = _vec(ref_chosen_logp, "ref_chosen_logp"), _vec(ref_rejected_logp, "ref_rejected_logp")
-    for name, t in (("policy_rejected_logp", pr), ("ref_chosen_logp", rc), ("ref_rejected_logp", rr)):
-        if t.shape != pc.shape:
-            raise InputError(f"{name} has shape {tuple(t.shape)}, expected {tuple(pc.shape)}")
-    logits = (pc - pr) - (rc - rr)
-    return -F.logsigmoid(beta * logits).mean()
-
-
 def completion_only_labels(input_ids: Sequence[int], response_template_ids: Sequence[int]) -> list[int]:
     """Mask every token up to and including the last occurrence of the response template (official
     ``get_completion_only_labels``, TRL's completion-only collator): only the answer is learned.

@@ -297,6 +297,46 @@ def response_logprobs(model, lang, *, prompts: Sequence[str] | None = None, grad
         return lp.sum(-1)
 
 
+def dpo_loss(
+    policy_chosen_logp: Tensor,
+    policy_rejected_logp: Tensor,
+    ref_chosen_logp: Tensor,
+    ref_rejected_logp: Tensor,
+    beta: float = 0.1,
+) -> Tensor:
+    """TRL's sigmoid DPO loss, averaged over the pairs: ``-log sigmoid(beta [(log pi_w - log ref_w) - (log pi_l -
+    log ref_l)])``; the reference terms carry no gradient.
+
+    Parameters
+    ----------
+    policy_chosen_logp, policy_rejected_logp : torch.Tensor
+        Sequence log-probabilities of the chosen / rejected responses under the policy, ``(pairs,)``, non-empty.
+    ref_chosen_logp, ref_rejected_logp : torch.Tensor
+        The same under the reference model.
+    beta : float, default 0.1
+        KL strength (> 0); TRL's default.
+
+    Returns
+    -------
+    torch.Tensor
+        Scalar loss.
+    """
+    from ..validation import check_float, check_tensor
+
+    names = ("policy_chosen_logp", "policy_rejected_logp", "ref_chosen_logp", "ref_rejected_logp")
+    ts = [
+        check_tensor(t, n, ndim=1, allow_empty=False)
+        for t, n in zip((policy_chosen_logp, policy_rejected_logp, ref_chosen_logp, ref_rejected_logp), names)
+    ]
+    for t, n in zip(ts[1:], names[1:]):
+        if t.shape != ts[0].shape:
+            raise InputError(f"{n} has shape {tuple(t.shape)}, expected {tuple(ts[0].shape)}")
+    beta = check_float(beta, "beta", min_val=0.0, include_boundaries="neither")
+    pc, pr, rc, rr = ts
+    margin = (pc - rc.detach()) - (pr - rr.detach())
+    return -torch.nn.functional.logsigmoid(beta * margin).mean()
+
+
 def kl_divergence(logp: Tensor, logq: Tensor) -> Tensor:
     """Compute the exact ``KL(p || q)`` per row from log-probabilities over the same enumerated support.
 
