@@ -3,8 +3,9 @@
 import importlib.util
 
 import pytest
+import torch
 
-from icml24.errors import DataUnavailable
+from icml24.errors import DataUnavailable, InputError
 from icml24.nn import pretrained
 
 
@@ -30,3 +31,12 @@ def test_minilm_encodes_offline():
     enc = pretrained.load_minilm()
     emb = enc.encode(["pick up the red block", "open the drawer"])
     assert emb.shape == (2, 384)
+
+
+def test_bad_dtype_and_device_are_one_line_errors():
+    with pytest.raises(InputError, match="dtype"):
+        pretrained.load_smollm2(dtype=torch.int8)
+    with pytest.raises(InputError, match="dtype"):
+        pretrained.load_smollm2(dtype="float32")
+    with pytest.raises(InputError, match="device"):
+        pretrained.load_minilm(device="gpu0")

