@@ -42,6 +42,9 @@ needs_mutag = pytest.mark.skipif(not HAVE_MUTAG, reason="the official MUTAG arte
 FASHION_DIR = Path(os.environ.get("ICML24_DATA", "")).expanduser() / "fashion-mnist" / "FashionMNIST" / "raw"
 HAS_FASHION = (FASHION_DIR / "train-images-idx3-ubyte.gz").is_file()
 needs_fashion = pytest.mark.skipif(not HAS_FASHION, reason="Fashion-MNIST is not in the data root")
+TEXT_DIR = Path(os.environ.get("ICML24_DATA", "")).expanduser()
+HAS_TEXT = (TEXT_DIR / "tinyshakespeare" / "input.txt").is_file() and (TEXT_DIR / "austen").is_dir()
+needs_text = pytest.mark.skipif(not HAS_TEXT, reason="tiny Shakespeare and Austen's novels are not in the data root")
 
 
 @pytest.fixture

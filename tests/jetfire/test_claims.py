@@ -4,6 +4,7 @@ import sys
 from icml24 import registry
 from icml24.jetfire import paper
 from icml24.testing import check_claim
+from tests.conftest import needs_text
 
 
 def test_describe_is_light():
@@ -26,6 +27,7 @@ def test_method_is_registered():
     ]
 
 
+@needs_text
 def test_quantization_error_claims():
     m = check_claim(
         paper.QUANT_ERROR,
@@ -43,6 +45,7 @@ def test_quantization_error_claims():
     assert paper.BLOCK_CLOSE.judge({**m, "syn_act_block_over_channel": 1.2, "syn_grad_block_over_token": 1.2})
 
 
+@needs_text
 def test_parity_claims():
     m = check_claim(
         paper.PARITY_CLAIM,

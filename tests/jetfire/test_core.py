@@ -20,6 +20,7 @@ from icml24.jetfire import (
 )
 from icml24.nn.lm import tiny_gpt2, tiny_llama
 from icml24.testing import fingerprint, same
+from tests.conftest import needs_text
 
 CUDA = torch.cuda.is_available()
 
@@ -199,6 +200,7 @@ def test_gpu_path_matches_cpu():
     assert x.grad.shape == a.shape and torch.isfinite(layer.weight.grad).all()
 
 
+@needs_text
 def test_cli_train_prints_jetfire_against_fp32(capsys):
     from icml24.cli import main
 

@@ -4,6 +4,7 @@ import sys
 from icml24 import registry
 from icml24.testing import check_claim
 from icml24.tiny_lm import paper
+from tests.conftest import needs_text
 
 
 def test_describe_is_light():
@@ -26,6 +27,7 @@ def test_method_is_registered():
     ]
 
 
+@needs_text
 def test_compact_tokenizer_claim():
     m = check_claim(
         paper.TOKENIZER,
@@ -40,6 +42,7 @@ def test_compact_tokenizer_claim():
     assert m["compact_tokens_per_byte"] > m["full_tokens_per_byte"]  # pruning lengthens the token sequence
 
 
+@needs_text
 def test_inheritance_claims():  # the one test that loads SmolLM2 (both claims read the same cached run)
     m = check_claim(
         paper.INHERITANCE,
@@ -59,6 +62,7 @@ def test_inheritance_claims():  # the one test that loads SmolLM2 (both claims r
     )
 
 
+@needs_text
 def test_multiple_rounds_finding():
     m = check_claim(
         paper.ROUNDS,
@@ -74,6 +78,7 @@ def test_multiple_rounds_finding():
     assert paper.ROUNDS.judge({**m, **good, "loss_gain": 0.05}) is False  # recovers too little
 
 
+@needs_text
 def test_depth_finding():
     m = check_claim(
         paper.DEPTH,
