@@ -8,7 +8,7 @@ CPU (always):
 3. one GPT-2 block's training step (forward + backward): FP32, BF16 autocast, per-tensor INT8, Jetfire.
 
 GPU (only when CUDA is present; H100/H200-class): INT8 ``torch._int_mm`` vs BF16 matmul vs FP8 ``torch._scaled_mm``
-at 4096-16384, and Jetfire's block GEMM and linear layer (torch ops on CUDA) against BF16.
+at 4096-16384, and Jetfire's block GEMM (the Triton kernel and the torch-ops path) and linear layer against BF16.
 
 Run: ``python benchmarks/jetfire.py [--threads 1] [--repeats 3] [--sizes 1024 2048] [--block-tokens 2048]``.
 Results are saved to ``runs/bench-jetfire.json``.
@@ -178,6 +178,7 @@ def _gpu_jetfire(n: int, repeats: int) -> dict:
     return {
         "quantize": _median_time(lambda: quantize_blocks(x), repeats, sync),
         "gemm": _median_time(lambda: block_matmul(qx, qw), repeats, sync),
+        "gemm_torch": _median_time(lambda: block_matmul(qx, qw, backend="torch"), repeats, sync),
         "bf16_gemm": _median_time(lambda: xb @ wb.t(), repeats, sync),
         "linear": _median_time(lambda: jl(xj).sum().backward(), repeats, sync),
         "bf16_linear": _median_time(lambda: lb(xbb).float().sum().backward(), repeats, sync),
@@ -205,12 +206,17 @@ def gpu_part(repeats: int) -> dict:
             f"{n:>6} {ops / t['bf16'] / 1e12:>10.0f} {ops / t['int8'] / 1e12:>11.0f} {ops / t['fp8'] / 1e12:>9.0f} "
             f"{t['bf16'] / t['int8']:>10.2f} {t['bf16'] / t['fp8']:>9.2f}"
         )
-    print(f"{'n':>6} {'quantize ms':>12} {'jetfire gemm / bf16':>20} {'jetfire linear f+b / bf16':>26}")
+    print("ratios are bf16 time / jetfire time (> 1: jetfire faster); gemm TOP/s counts 2 n^3")
+    print(
+        f"{'n':>6} {'quantize ms':>12} {'triton TOP/s':>13} {'triton / bf16':>14} {'torch-ops / bf16':>17} "
+        f"{'linear f+b / bf16':>18}"
+    )
     for n in (4096, 8192):
         t = res["jetfire"][n] = _gpu_jetfire(n, repeats)
         print(
-            f"{n:>6} {t['quantize'] * 1e3:>12.2f} {t['bf16_gemm'] / t['gemm']:>20.3f} "
-            f"{t['bf16_linear'] / t['linear']:>26.3f}"
+            f"{n:>6} {t['quantize'] * 1e3:>12.2f} {2 * n**3 / t['gemm'] / 1e12:>13.0f} "
+            f"{t['bf16_gemm'] / t['gemm']:>14.3f} {t['bf16_gemm'] / t['gemm_torch']:>17.3f} "
+            f"{t['bf16_linear'] / t['linear']:>18.3f}"
         )
     return res
 

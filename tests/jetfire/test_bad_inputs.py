@@ -74,6 +74,8 @@ CASES = [
     bad("block_matmul", "a", lambda: block_matmul(Q_INT16, QB), kind="dtype-int_mm"),
     bad("block_matmul", "out", lambda: block_matmul(QA, QB, out="fp16"), kind="name"),
     bad("block_matmul", "rounding", lambda: block_matmul(QA, QB, rounding="floor"), kind="name"),
+    bad("block_matmul", "backend", lambda: block_matmul(QA, QB, backend="cublas"), kind="name"),
+    bad("block_matmul", "backend", lambda: block_matmul(QA, QB, backend="triton"), kind="triton-on-cpu"),
     # ------------------------------------------------------------------------------------------ BlockQuant
     bad("BlockQuant.from_autograd", "data", lambda: BlockQuant.from_autograd(QA.scales, SCALES, (40, 48), 32)),
     bad("BlockQuant.from_autograd", "data", lambda: BlockQuant.from_autograd(None, SCALES, (40, 48), 32), kind="none"),

@@ -187,17 +187,103 @@ def test_torchao_peer_runs_on_cpu():
 
 
 @pytest.mark.skipif(not CUDA, reason="the GPU path is tested where CUDA is present")
-def test_gpu_path_matches_cpu():
-    g = torch.Generator().manual_seed(0)
-    a, b = torch.randn(100, 200, generator=g), torch.randn(70, 200, generator=g)
-    qa, qb = quantize_blocks(a), quantize_blocks(b)
-    qa_c, qb_c = quantize_blocks(a.cuda()), quantize_blocks(b.cuda())
-    assert torch.allclose(block_matmul(qa_c, qb_c).cpu(), block_matmul(qa, qb), rtol=1e-5, atol=1e-4)
+@pytest.mark.parametrize("backend", ["auto", "torch"])
+@pytest.mark.parametrize("block", [16, 32, 64, 8])
+@pytest.mark.parametrize("shape", [(100, 200, 70), (33, 65, 17), (256, 512, 384)])
+def test_gpu_block_matmul_matches_cpu(backend, block, shape):
+    m, k, n = shape
+    g = torch.Generator().manual_seed(m + k + n)
+    a, b = torch.randn(m, k, generator=g), torch.randn(n, k, generator=g)
+    a[:, :block] = 0.0  # a zero block column
+    qa_c, qb_c = quantize_blocks(a.cuda(), block), quantize_blocks(b.cuda(), block)
+    for x, q_c in ((a, qa_c), (b, qb_c)):
+        # CPU and CUDA kernels may differ in the last bit of a scale (absmax / 127), which can flip a rare tie
+        # of round-to-nearest: one step at a handful of elements, never more
+        q = quantize_blocks(x, block)
+        assert torch.allclose(q_c.scales.cpu(), q.scales, rtol=1e-6, atol=0)
+        diff = (q_c.data.cpu().int() - q.data.int()).abs()
+        assert int(diff.max()) <= 1 and float((diff > 0).float().mean()) < 1e-3
+    # the GEMM itself, against float64 products of the very operands it was given
+    qa, qb = (BlockQuant(q.data.cpu(), q.scales.cpu(), q.shape, q.block) for q in (qa_c, qb_c))
+    ref = qa.dequantize().double() @ qb.dequantize().double().t()
+    got = block_matmul(qa_c, qb_c, backend=backend)
+    assert got.is_cuda and got.shape == (m, n)
+    _assert_fp32_close(got, ref, k)
+    _assert_fp32_close(got, block_matmul(qa, qb), k)
+    # transposed operands, as the backward GEMMs pass them
+    got_t = block_matmul(qa_c.t(), qa_c.t(), backend=backend)
+    _assert_fp32_close(got_t, qa.dequantize().double().t() @ qa.dequantize().double(), m)
+
+
+def _assert_fp32_close(got: torch.Tensor, want: torch.Tensor, k: int) -> None:
+    """Equal up to FP32 rounding of a k-term sum: |error| <= k * eps32 * sum of |terms| (bounded by max |y| k)."""
+    got, want = got.detach().cpu().double(), want.detach().cpu().double()
+    err = (got - want).abs()
+    bound = k * 1.2e-7 * (want.abs().max() + 1.0)
+    i = int(err.argmax())
+    assert float(err.max()) <= float(bound), (
+        f"max error {float(err.max()):.3g} at {divmod(i, got.shape[1])} (got {float(got.flatten()[i]):.6f}, "
+        f"want {float(want.flatten()[i]):.6f}), bound {float(bound):.3g}"
+    )
+
+
+@pytest.mark.skipif(not CUDA, reason="the GPU path is tested where CUDA is present")
+def test_gpu_triton_backend_is_used_and_refuses_small_blocks():
+    from icml24.errors import InputError
+
+    qa, qb = quantize_blocks(torch.randn(64, 64, device="cuda")), quantize_blocks(torch.randn(64, 64, device="cuda"))
+    y = block_matmul(qa, qb, backend="triton")
+    assert torch.allclose(y, block_matmul(qa, qb, backend="torch"), rtol=1e-5, atol=1e-4)
+    q16 = quantize_blocks(torch.randn(64, 64, device="cuda"), 16)
+    with pytest.raises(InputError, match="backend"):
+        block_matmul(q16, q16, backend="triton")
+
+
+@pytest.mark.skipif(not CUDA, reason="the GPU path is tested where CUDA is present")
+def test_gpu_linear_gradients_match_cpu_and_fp32():
+    torch.manual_seed(0)
     ref = torch.nn.Linear(200, 70)
-    layer = JetfireLinear.from_linear(ref).cuda()
-    x = a.cuda().requires_grad_()
-    layer(x).sum().backward()
-    assert x.grad.shape == a.shape and torch.isfinite(layer.weight.grad).all()
+    x = torch.randn(100, 200)
+    outs = {}
+    for dev in ("cpu", "cuda"):
+        layer = JetfireLinear.from_linear(ref).to(dev)
+        xi = x.clone().to(dev).requires_grad_()
+        y = layer(xi)
+        y.square().sum().backward()
+        outs[dev] = (y.detach().cpu(), xi.grad.cpu(), layer.weight.grad.cpu())
+        assert y.is_cuda == (dev == "cuda") and layer.weight.grad.device.type == dev
+    xr = x.clone().requires_grad_()
+    yr = ref(xr)
+    yr.square().sum().backward()
+    for got, want in zip(outs["cuda"], (yr.detach(), xr.grad, ref.weight.grad)):
+        assert float((got - want).norm() / want.norm()) < 0.05
+    assert torch.allclose(outs["cuda"][0], outs["cpu"][0], rtol=1e-4, atol=1e-4)  # forward: round to nearest
+
+
+@pytest.mark.skipif(not CUDA, reason="the GPU path is tested where CUDA is present")
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_gpu_convert_trains_a_model(family):
+    torch.manual_seed(0)
+    make = tiny_gpt2 if family == "gpt2" else tiny_llama
+    model = make(50, n_positions=64, n_embd=64, n_layer=2, n_head=2) if family == "gpt2" else make(50)
+    model = model.cuda()
+    ids = torch.randint(0, 50, (4, 32), device="cuda")
+    with torch.no_grad():
+        ref = model(ids).logits
+    jet = convert(model)
+    assert next(model.parameters()).is_cuda  # the user's model is left as it was
+    with torch.no_grad():
+        got = jet(ids).logits
+    assert got.is_cuda and float((got - ref).norm() / ref.norm()) < 0.1
+    opt = torch.optim.AdamW(jet.parameters(), lr=1e-3)
+    losses = []
+    for _ in range(5):
+        loss = jet(ids, labels=ids).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss))
+    assert all(math.isfinite(v) for v in losses) and losses[-1] < losses[0]
 
 
 @needs_text
@@ -208,3 +294,12 @@ def test_cli_train_prints_jetfire_against_fp32(capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "jetfire: validation loss" in out and "fp32: validation loss" in out and "jetfire vs fp32" in out
+
+
+@pytest.mark.parametrize("device", ["tpu", "cuda:x"] + ([] if CUDA else ["cuda"]))
+def test_cli_refuses_a_bad_device(device, capsys):
+    from icml24.cli import main
+
+    assert main(["jetfire", "train", "--steps", "1", "--layers", "1", "--width", "32", "--device", device]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) >= 1 and err[0].startswith("error: --device")

@@ -46,7 +46,26 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--block-size", type=int, default=32, help="quantization block side (default 32)")
     p.add_argument("--no-fp32", action="store_true", help="skip the FP32 reference run")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N, or auto (CUDA when present; default)")
     return p
+
+
+def _device(name):
+    import torch
+
+    from ..errors import InputError
+
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(name)
+    except (RuntimeError, TypeError) as exc:
+        raise InputError(f"--device must be cpu, cuda, cuda:N or auto, got {name!r}") from exc
+    if dev.type not in ("cpu", "cuda"):
+        raise InputError(f"--device must be cpu, cuda, cuda:N or auto, got {name!r}")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise InputError("--device cuda: no CUDA device is present here; use --device cpu")
+    return dev
 
 
 def train_command(args: argparse.Namespace) -> int:
@@ -79,14 +98,19 @@ def train_command(args: argparse.Namespace) -> int:
     from .quant import check_block_size
 
     block = check_block_size(args.block_size, "--block-size")
+    device = _device(args.device)
     train_ids, val_ids, alphabet = shakespeare_ids()
     base = tiny_gpt2(len(alphabet), n_positions=64, n_embd=width, n_layer=layers, n_head=4, seed=seed)
     cfg = TrainConfig(steps=steps, batch_size=bs, lr=2e-3, min_lr=2e-4, warmup=10, log_every=0, seed=seed)
     batches = corpus_batches(train_ids, 64)
+    base = base.to(device)
     runs = {"jetfire": convert(base, block_size=block, seed=seed)}
     if not args.no_fp32:
         runs["fp32"] = copy.deepcopy(base)
-    print(f"tiny Shakespeare: {len(alphabet)} characters; GPT {layers} x d={width}, context 64, {steps} steps of {bs}")
+    print(
+        f"tiny Shakespeare: {len(alphabet)} characters; GPT {layers} x d={width}, context 64, {steps} steps of {bs}, "
+        f"on {device}"
+    )
     results = {}
     for name, model in runs.items():
         t0 = time.perf_counter()

@@ -197,6 +197,7 @@ def val_loss(model, val_ids: torch.Tensor, ctx: int, batches: int, batch_size: i
     Parameters
     ----------
     model : transformers causal LM
+        On any device (the windows are moved to it).
     val_ids : torch.Tensor
     ctx : int
     batches, batch_size : int
@@ -207,9 +208,14 @@ def val_loss(model, val_ids: torch.Tensor, ctx: int, batches: int, batch_size: i
     """
     fn = corpus_batches(val_ids, ctx)
     gen = torch.Generator().manual_seed(1234)
+    dev = next(model.parameters()).device
     model.eval()
     with torch.no_grad():
-        return float(np.mean([float(model(**fn(gen, batch_size)).loss) for _ in range(batches)]))
+        return float(
+            np.mean(
+                [float(model(**{k: v.to(dev) for k, v in fn(gen, batch_size).items()}).loss) for _ in range(batches)]
+            )
+        )
 
 
 @functools.lru_cache(maxsize=2)

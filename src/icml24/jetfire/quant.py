@@ -20,11 +20,13 @@ from torch import Tensor
 
 from ..errors import InputError
 from ..validation import check_choice, check_int, check_tensor
+from .gpu import triton_available, triton_block_matmul
 
 BLOCK = 32  # official QArgs.qgroup_size_lin = qgroup_size_non = 32
 QMAX = 127.0
 ROUNDINGS = ("nearest", "stochastic")
 GRANULARITIES = ("block", "tensor", "token", "channel")
+BACKENDS = ("auto", "triton", "torch")
 
 
 def check_block_size(block_size, name: str = "block_size") -> int:
@@ -357,6 +359,7 @@ def block_matmul(
     out: str = "float",
     rounding: str = "nearest",
     generator: torch.Generator | None = None,
+    backend: str = "auto",
 ):
     """The block-scaled INT8 GEMM ``Y = A B^T`` of Jetfire Sec. 5.1.
 
@@ -376,6 +379,9 @@ def block_matmul(
         Rounding of the INT8 output (stochastic for the input-gradient GEMM).
     generator : torch.Generator, optional
         Noise of stochastic rounding.
+    backend : {"auto", "triton", "torch"}, default "auto"
+        ``"triton"``: one fused Triton kernel (CUDA, blocks of 32 to 128, as the official kernels);
+        ``"torch"``: one ``torch._int_mm`` per K chunk (CPU and CUDA); ``"auto"``: Triton where it runs.
 
     Returns
     -------
@@ -386,7 +392,7 @@ def block_matmul(
     ------
     InputError
         If the operands are not :class:`BlockQuant`, differ in block size or inner dimension, or live on
-        different devices.
+        different devices, or ``backend="triton"`` cannot run on them.
     """
     for name, v in (("a", a), ("b", b)):
         if not isinstance(v, BlockQuant):
@@ -401,7 +407,13 @@ def block_matmul(
         raise InputError(f"b is on {b.data.device}, a on {a.data.device}: move both to one device")
     out = check_choice(out, "out", ("float", "int8"))
     rounding = check_choice(rounding, "rounding", ROUNDINGS)
-    y = _block_matmul(a, b)
+    backend = check_choice(backend, "backend", BACKENDS)
+    if backend == "triton" and not triton_available(a.data, a.block):
+        raise InputError(
+            f"backend='triton' needs Triton, CUDA operands and a block of 32 to 128 (got {a.data.device}, "
+            f"block {a.block}): use backend='auto' or 'torch'"
+        )
+    y = _block_matmul(a, b, backend)
     if out == "float":
         return y
     return _quantize_blocks(y, a.block, rounding, _check_generator(generator))
@@ -415,8 +427,10 @@ def _chunk_product(a: Tensor, bt: Tensor) -> Tensor:
     return (a.to(torch.float32) @ bt.to(torch.float32)).to(torch.int32)
 
 
-def _block_matmul(a: BlockQuant, b: BlockQuant) -> Tensor:
+def _block_matmul(a: BlockQuant, b: BlockQuant, backend: str = "auto") -> Tensor:
     blk = a.block
+    if backend != "torch" and triton_available(a.data, blk):
+        return triton_block_matmul(a.data, a.scales, b.data, b.scales, blk)[: a.shape[0], : b.shape[0]]
     mp, kp = a.data.shape
     np_, kb = b.data.shape[0], kp // blk
     acc = torch.zeros(mp, np_, dtype=torch.float32, device=a.data.device)

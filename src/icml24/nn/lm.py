@@ -468,6 +468,18 @@ class TrainResult:
     resumed_from: int = 0
 
 
+def _model_device(model) -> torch.device:
+    p = next(iter(model.parameters()), None)
+    return p.device if p is not None else torch.device("cpu")
+
+
+def _to_device(batch, device: torch.device):
+    """A batch dict with its tensors on ``device`` (the data generators build them on the CPU)."""
+    if device.type == "cpu" or not isinstance(batch, dict):
+        return batch
+    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+
+
 def train_lm(
     model,
     batch_fn: Callable[[torch.Generator, int], dict],
@@ -489,7 +501,7 @@ def train_lm(
         ``attention_mask``, ``labels``; -100 labels are ignored, as in Hugging Face), e.g. from
         :func:`corpus_batches` or :func:`language_batches`.
     config : TrainConfig, optional
-        Training settings; ``TrainConfig()`` by default.
+        Training settings; ``TrainConfig()`` by default.  Batches are moved to the model's device.
     loss_fn : callable, optional
         ``loss_fn(model, batch) -> loss``; the model's own causal-LM loss by default.
     checkpoint : str or pathlib.Path, optional
@@ -526,11 +538,12 @@ def train_lm(
         gen.set_state(state["generator"])
         res.steps, res.losses, res.resumed_from = int(state["step"]), list(state["losses"]), int(state["step"])
     t0 = time.perf_counter()
+    device = _model_device(model)
     model.train()
     for step in range(res.steps, cfg.steps):
         for g in opt.param_groups:
             g["lr"] = cfg.lr_at(step)
-        batch = batch_fn(gen, cfg.batch_size)
+        batch = _to_device(batch_fn(gen, cfg.batch_size), device)
         loss = loss_fn(model, batch) if loss_fn is not None else model(**batch).loss
         if not torch.isfinite(loss):
             raise InputError(f"the training loss became {float(loss)} at step {step}", "lower the learning rate")
