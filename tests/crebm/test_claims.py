@@ -12,12 +12,18 @@ def test_describe_is_light():
         "print(len(m.claims), 'torch' in sys.modules, 'rdkit' in sys.modules, all(c.paper for c in m.claims))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["3", "False", "False", "True"]
+    assert out.split() == ["5", "False", "False", "True"]
 
 
 def test_method_is_registered():
     assert registry.get("crebm") is paper.METHOD
-    assert [c.name for c in paper.METHOD.claims] == ["top1", "preferences", "criteria-cost"]
+    assert [c.name for c in paper.METHOD.claims] == [
+        "top1",
+        "top1-retro-star",
+        "preferences",
+        "criteria-cost",
+        "criteria-steps",
+    ]
 
 
 def test_top1_claim():
@@ -30,6 +36,13 @@ def test_top1_claim():
         ],
     )
     assert m["base_top5"] >= m["base_top1"] and m["n_test"] >= 50
+    check_claim(
+        paper.TOP1_RETRO_STAR,
+        [
+            {"retro_star_crebm_top1": m["retro_star_top1"]},  # reranking changed nothing
+            {"retro_star_crebm_top5": m["retro_star_top5"] - 0.1},  # routes lost: not a permutation
+        ],
+    )
 
 
 def test_preference_and_criteria_claims():
@@ -45,3 +58,7 @@ def test_preference_and_criteria_claims():
         ],
     )
     assert m["n_pref_pairs"] > 0
+    # a finding: the beam holds almost no shorter routes, so the steps criterion cannot lower the depth
+    steps = check_claim(paper.CRITERIA_STEPS, [{"steps_top1_steps": 5.0}], expect=False)
+    assert steps["steps_top1_steps"] == steps["steps_heuristic_top1_steps"] <= steps["base_top1_steps"]
+    assert paper.CRITERIA_STEPS.judge({**steps, "steps_top1_steps": steps["base_top1_steps"] - 0.2})

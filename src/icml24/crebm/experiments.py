@@ -25,7 +25,7 @@ from .baselines import base_ranking, heuristic_ranking
 from .crebm import cost_criterion, feasibility_criterion, preference_pairs, steps_criterion
 from .energy import EnergyConfig, EnergyTransformer, TrainConfig, energies, finetune_energy, pretrain_energy
 from .onestep import Neuralsym, NeuralsymConfig, train_neuralsym
-from .search import PlannedRoute, retro_star_0
+from .search import PlannedRoute, ValueMLP, retro_star_0, train_value_mlp
 
 ALPHAS = (0.5, 1.0, 2.0)
 POOL = 5  # the base beam: reranking permutes these routes
@@ -186,6 +186,10 @@ class Trained:
         Feasibility preference pairs.
     seconds : dict of str to float
         Time per stage.
+    value : ValueMLP
+        Retro*'s value network, fit to the cost of every molecule of the training routes.
+    retro_star_pools : list of list of PlannedRoute
+        The top 5 of Retro* (the same one-step model, guided by ``value``) for every test target.
     """
 
     world: RetroWorld
@@ -197,6 +201,43 @@ class Trained:
     steps_model: EnergyTransformer
     n_pairs: int
     seconds: dict
+    value: ValueMLP
+    retro_star_pools: list
+
+
+def molecule_costs(world: RetroWorld, model: Neuralsym) -> dict[str, float]:
+    """Retro*'s value targets: each molecule made in a training route costs the summed ``-log10 p`` of the
+    one-step model over its sub-route (bought molecules cost 0), as the official ``get_molecule_cost.py``.
+
+    Parameters
+    ----------
+    world : RetroWorld
+    model : Neuralsym
+
+    Returns
+    -------
+    dict of str to float
+        Molecule SMILES to cost (the lowest over the routes it appears in).
+    """
+    index = {t.name: i for i, t in enumerate(model.templates)}
+    probs: dict[str, np.ndarray] = {}
+    costs: dict[str, float] = {}
+    for t in world.train:
+        made = {st.product: st for st in t.gt.steps}
+        for mol in made:
+            c = _sub_route_cost(mol, made, model, index, probs)
+            costs[mol] = min(c, costs.get(mol, c))
+    return costs
+
+
+def _sub_route_cost(mol: str, made: dict, model: Neuralsym, index: dict, probs: dict) -> float:
+    st = made.get(mol)
+    if st is None:
+        return 0.0
+    if mol not in probs:
+        probs[mol] = model.template_probs(mol).numpy()
+    p = float(probs[mol][index[st.template]]) if st.template in index else 0.0
+    return -float(np.log10(max(p, 1e-10))) + sum(_sub_route_cost(r, made, model, index, probs) for r in st.reactants)
 
 
 @functools.lru_cache(maxsize=2)
@@ -251,7 +292,24 @@ def train_all(scale_value: str, seed: int) -> Trained:
         cost_model = finetune_energy(mle, pairs_for(lambda t: price_phi), cfg.criteria_finetune)
         steps_model = finetune_energy(mle, pairs_for(lambda t: steps_phi), cfg.criteria_finetune)
         sec["energy"] = time.perf_counter() - t1
-    return Trained(world, onestep, test_pools, mle, crebm, cost_model, steps_model, len(feas_pairs), sec)
+        t1 = time.perf_counter()
+        mol_costs = molecule_costs(world, onestep)
+        value = train_value_mlp(list(mol_costs), list(mol_costs.values()), seed=seed)
+        cache: dict[str, float] = {}
+
+        def value_fn(smiles: str) -> float:
+            if smiles not in cache:
+                cache[smiles] = value.value(smiles)
+            return cache[smiles]
+
+        rs_pools = [
+            retro_star_0(t.smiles, onestep, world.stock, t.depth, beam_size=POOL, value_fn=value_fn)[:POOL]
+            for t in world.test
+        ]
+        sec["retro_star"] = time.perf_counter() - t1
+    return Trained(
+        world, onestep, test_pools, mle, crebm, cost_model, steps_model, len(feas_pairs), sec, value, rs_pools
+    )
 
 
 @functools.lru_cache(maxsize=2)
@@ -292,6 +350,16 @@ def pipeline(scale_value: str, seed: int) -> dict[str, float]:
             rankings[f"crebm_a{a:g}"] = _ranked(test_pools, e_crebm, a)
             rankings[f"mle_a{a:g}"] = _ranked(test_pools, e_mle, a)
         alpha0 = _ranked(test_pools, e_crebm, 0.0)
+        # Retro* (value MLP) as the base planner, and CREBM reranking its beam
+        rs_pools = tr.retro_star_pools
+        rs_rankings = {
+            "retro_star": [base_ranking(p) for p in rs_pools],
+            "retro_star_crebm": _ranked(rs_pools, _pool_energies(crebm, world, rs_pools), 1.0),
+        }
+        for name, ranked in rs_rankings.items():
+            h = _hits(world, ranked)
+            for k in (1, 5):
+                m[f"{name}_top{k}"] = float(h[:, k - 1].mean())
         m["alpha0_identical"] = float(all(a == b for a, b in zip(alpha0, _ranked(test_pools, zeros, 0.0))))
         m["alpha0_identical"] *= float(all(a == b for a, b in zip(alpha0, rankings["base"])))
         depth = np.array([t.depth for t in world.test])

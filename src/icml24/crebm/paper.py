@@ -17,6 +17,7 @@ SLUG = "crebm"
 TOP1_GAIN = 0.03  # CREBM's top-1 exceeds the base planner's by at least this (absolute)
 PREF_GAIN = 0.03  # the preference-tuned energy's top-1 exceeds the MLE-only energy's by at least this
 COST_ACC_MARGIN = 0.05  # the price criterion may cost at most this much top-1 accuracy against the base
+STEPS_DROP = 0.1  # the steps criterion should lower the top-1 route's mean number of reactions by this much
 
 
 def _holds_top1(m: Mapping[str, float]) -> bool:
@@ -46,6 +47,31 @@ TOP1 = Claim(
         "Table 1: CREBM raises top-1 for every base strategy (Retro*-0 / Retro* over Neuralsym, GLN, "
         "GraphRetro, Transformer, FusionRetro), +2.5% top-1 over FusionRetro, larger gains on deeper routes"
     ),
+)
+
+
+def _holds_top1_retro_star(m: Mapping[str, float]) -> bool:
+    return bool(
+        m["retro_star_crebm_top1"] >= m["retro_star_top1"] + TOP1_GAIN
+        and m["retro_star_crebm_top5"] == m["retro_star_top5"]
+    )
+
+
+TOP1_RETRO_STAR = Claim(
+    key=f"{SLUG}/top1-retro-star",
+    statement=(
+        "The gain does not depend on the base strategy: with Retro* as the base planner (the same Neuralsym, "
+        "guided by the value MLP fit to the one-step cost of every molecule of the training routes, as the "
+        "official get_molecule_cost.py), reranking its top 5 with the same preference-tuned energy raises top-1 "
+        f"by at least {TOP1_GAIN:g} over Retro*'s own ranking, top-5 unchanged. Measured when the claim was "
+        "added (same margin as top1): smoke seeds 0-2 0.575 -> 0.658, 0.675 -> 0.750, 0.583 -> 0.675; quick "
+        "0.58 -> 0.69, 0.74 -> 0.84, 0.61 -> 0.70."
+    ),
+    run="experiments:run_top1",
+    holds=_holds_top1_retro_star,
+    headline="retro_star_crebm_top1",
+    baseline="retro_star_top1",
+    paper="Table 1: CREBM raises top-1 for every base strategy, Retro*-0 and Retro* (value MLP) among them",
 )
 
 
@@ -89,4 +115,33 @@ CRITERIA_COST = Claim(
 )
 
 
-METHOD = method(SLUG, (TOP1, PREFERENCES, CRITERIA_COST))
+def _holds_steps(m: Mapping[str, float]) -> bool:
+    return bool(m["steps_top1_steps"] <= m["base_top1_steps"] - STEPS_DROP)
+
+
+CRITERIA_STEPS = Claim(
+    key=f"{SLUG}/criteria-steps",
+    statement=(
+        "Criteria steer: with phi = -(number of reactions), the fine-tuned energy lowers the mean number of "
+        f"reactions of the top-1 route by at least {STEPS_DROP:g} below the base planner's (same beams). The "
+        "margin was fixed when this claim was written, after the numbers below had been seen as a report."
+    ),
+    run="experiments:run_criteria",
+    holds=_holds_steps,
+    headline="steps_top1_steps",
+    baseline="base_top1_steps",
+    paper="the framework steers routes to a criterion by changing phi (cost, yield, steps); the code ships feasibility",
+    expected=False,
+    finding=(
+        "Measured: the top-1 route's mean number of reactions falls by 0.000-0.020 (smoke seeds 0-2: 1.675 -> "
+        "1.667, 1.583 -> 1.583, 1.605 -> 1.597; quick: 1.697 -> 1.687, 1.610 -> 1.600, 1.639 -> 1.619). The "
+        "energy does what phi asks: it reaches exactly the floor of an oracle that reranks the same beam by true "
+        "step count (steps_heuristic_top1_steps, equal on all six runs). The floor is the reason: the base cost "
+        "already adds -log10 p per reaction and the depth limit is the ground-truth depth, so the beam's top 5 "
+        "hardly ever holds a shorter route than the base's first; steering by steps needs a planner whose beam "
+        "holds routes of different lengths (a deeper depth limit), which our world does not give."
+    ),
+)
+
+
+METHOD = method(SLUG, (TOP1, TOP1_RETRO_STAR, PREFERENCES, CRITERIA_COST, CRITERIA_STEPS))
