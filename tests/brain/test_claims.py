@@ -12,7 +12,7 @@ def test_describe_is_light():
         "print(len(m.claims), 'torch' in sys.modules, all(c.paper for c in m.claims))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["4", "False", "True"]
+    assert out.split() == ["5", "False", "True"]
 
 
 def test_method_is_registered():
@@ -21,6 +21,7 @@ def test_method_is_registered():
         "variance",
         "distillation",
         "distillation-gdcpp",
+        "distillation-gdcpp-estimated",
         "dpo-special-case",
     ]
 
@@ -63,3 +64,6 @@ def test_distillation_claims():
     # the finding (same metrics, no second run): GDC++ with the exact Z is not beaten by the margin
     assert paper.DISTILLATION_GDCPP.judge(m) is False
     assert paper.DISTILLATION_GDCPP.judge({**m, "gdcpp_kl_post": 10 * m["brain_kl_post"]}) is True
+    # ... nor with Z estimated from the samples, as GDC++ runs in practice
+    assert paper.DISTILLATION_GDCPP_EST.judge(m) is False
+    assert paper.DISTILLATION_GDCPP_EST.judge({**m, "gdcpp_est_kl_post": 10 * m["brain_kl_post"]}) is True

@@ -28,6 +28,18 @@ def _tables(P=3, n=5, seed=0):
     ]
 
 
+def test_estimated_z_turns_dpg_into_alpha_and_gdcpp_into_an_unnormalised_baseline():
+    pol, prop, prior, r = _tables(P=4, n=6, seed=3)
+    alpha = target_weights(prior, r, prop, 0.7)
+    dpg = estimator_weights("dpg", pol, prop, prior, r, beta=0.7, log_z="estimate")
+    gdc = estimator_weights("gdcpp", pol, prop, prior, r, beta=0.7, log_z="estimate")
+    assert torch.allclose(dpg, alpha, atol=1e-12)
+    assert torch.allclose(gdc, alpha - torch.exp(pol - prop) / 6, atol=1e-12)
+    # the exact Z gives other weights: the estimate is what changed them
+    exact = torch.logsumexp(prior + r / 0.7 - prop, -1) + 1.0
+    assert not torch.allclose(estimator_weights("dpg", pol, prop, prior, r, beta=0.7, log_z=exact), alpha)
+
+
 def test_gradient_is_the_brain_estimator_float64():
     # a tiny linear-softmax "policy" so grad log q is explicit: log q(y_i) = theta[y_i] - logsumexp(theta)
     g = torch.Generator().manual_seed(1)

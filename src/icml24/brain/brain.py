@@ -425,6 +425,12 @@ class BrainResult:
     seconds: float = 0.0
 
 
+def _estimate_log_z(prior: Tensor, reward: Tensor, proposal: Tensor, beta: float) -> Tensor:
+    """Per-prompt importance-sampling estimate ``log mean_i p(y_i) exp(r_i / beta) / q'(y_i)``, detached."""
+    lw = prior.detach().double() + reward.detach().double() / beta - proposal.detach().double()
+    return torch.logsumexp(lw, dim=-1) - math.log(lw.size(-1))
+
+
 def estimator_loss(
     estimator: str,
     policy_logp: Tensor,
@@ -450,9 +456,12 @@ def estimator_loss(
         ``(prompts, n)`` tables as in :func:`brain_loss`.
     beta : float, default 1.0
         Reward temperature.
-    log_z : torch.Tensor, optional
+    log_z : torch.Tensor or "estimate", optional
         ``log Z(x) = log sum_y p(y|x) exp(r(x, y) / beta)`` per prompt, ``(prompts,)``; required by DPG and
-        GDC++ (an oracle here: on the enumerable language it is exact).
+        GDC++ (an oracle here: on the enumerable language it is exact). ``"estimate"``: the importance-sampling
+        estimate from the prompt's own n samples, ``log mean_i P(y_i) / q'(y_i)``, as conditional GDC++/CDPG
+        do in practice (then DPG's weights equal BRAIn's target weights alpha, and GDC++'s are
+        ``alpha_i - q_theta(y_i) / (n q'(y_i))``: BRAIn with an un-normalised baseline).
     dpo_beta : float, default 1.0
         DPO's KL strength (``"dpo"`` only).
 
@@ -472,7 +481,12 @@ def estimator_loss(
     beta = check_float(beta, "beta", min_val=0.0, include_boundaries="neither")
     if log_z is None:
         raise InputError(f"log_z is required by the un-normalised estimator {est!r}", "pass log Z(x) per prompt")
-    lz = check_tensor(log_z, "log_z", shape=(pol.size(0),))
+    if isinstance(log_z, str):
+        if log_z != "estimate":
+            raise InputError(f"log_z must be a tensor of log Z(x) per prompt or 'estimate', got {log_z!r}")
+        lz = _estimate_log_z(prior, r, prop, beta)
+    else:
+        lz = check_tensor(log_z, "log_z", shape=(pol.size(0),))
     if est == "dpg":
         w = dpg_weights(prior, r, prop, lz, beta)
     else:
@@ -503,8 +517,8 @@ def estimator_weights(
         ``(prompts, n)`` tables as in :func:`brain_loss`.
     beta : float, default 1.0
         Reward temperature.
-    log_z : torch.Tensor, optional
-        ``log Z(x)`` per prompt (DPG and GDC++).
+    log_z : torch.Tensor or "estimate", optional
+        ``log Z(x)`` per prompt (DPG and GDC++); ``"estimate"`` as in :func:`estimator_loss`.
 
     Returns
     -------
@@ -517,6 +531,10 @@ def estimator_weights(
     if est in ("dpg", "gdcpp"):
         if log_z is None:
             raise InputError(f"log_z is required by the un-normalised estimator {est!r}", "pass log Z(x) per prompt")
+        if isinstance(log_z, str):
+            if log_z != "estimate":
+                raise InputError(f"log_z must be a tensor of log Z(x) per prompt or 'estimate', got {log_z!r}")
+            log_z = _estimate_log_z(prior, r, prop, beta)
         if est == "dpg":
             return dpg_weights(prior, r, prop, log_z, beta)
         return gdcpp_weights(prior, r, prop, pol, log_z, beta)
@@ -567,8 +585,9 @@ def train_brain(
         End-of-response token; None: fixed-length responses of ``max_new_tokens``.
     pad_token_id : int, default 0
         Padding after ``<eos>``.
-    log_z : torch.Tensor, optional
-        ``log Z(x)`` per prompt ``(P,)``, required by ``"dpg"`` and ``"gdcpp"``.
+    log_z : torch.Tensor or "estimate", optional
+        ``log Z(x)`` per prompt ``(P,)``, required by ``"dpg"`` and ``"gdcpp"``; ``"estimate"``: each step's
+        importance-sampling estimate from the prompt's n samples (see :func:`estimator_loss`).
     on_step : callable, optional
         ``on_step(step, policy)`` before each step's sampling (e.g. to record the exact KL).
     checkpoint : str or pathlib.Path, optional
@@ -596,8 +615,14 @@ def train_brain(
     pad_token_id = check_int(pad_token_id, "pad_token_id", min_val=0)
     if cfg.estimator in ("dpg", "gdcpp"):
         if log_z is None:
-            raise InputError(f"log_z is required by estimator {cfg.estimator!r}", "pass log Z(x) per prompt")
-        log_z = check_tensor(log_z, "log_z", shape=(pr.size(0),), copy=True)
+            raise InputError(
+                f"log_z is required by estimator {cfg.estimator!r}", "pass log Z(x) per prompt or 'estimate'"
+            )
+        if isinstance(log_z, str):
+            if log_z != "estimate":
+                raise InputError(f"log_z must be a tensor of log Z(x) per prompt or 'estimate', got {log_z!r}")
+        else:
+            log_z = check_tensor(log_z, "log_z", shape=(pr.size(0),), copy=True)
     if on_step is not None and not callable(on_step):
         raise InputError(f"on_step must be callable, got {type(on_step).__name__}")
     prior_mode = prior.training
@@ -640,7 +665,7 @@ def train_brain(
             "prior_logp": prior_lp.view(B, cfg.n),
             "proposal_logp": s["logprob"].view(B, cfg.n),
             "reward": r.float().view(B, cfg.n),
-            "log_z": log_z[idx] if log_z is not None else None,
+            "log_z": log_z if log_z is None or isinstance(log_z, str) else log_z[idx],
         }
 
     def loss_fn(model, batch) -> Tensor:

@@ -33,7 +33,7 @@ from .brain import BrainConfig, brain_dpo_loss, brain_loss, estimator_weights, t
 BETA = 1.0  # reward temperature of the posterior p exp(r / beta) / Z; SymbolReward spans 0-5 nats
 VARIANCE_ESTIMATORS = ("brain", "gdcpp", "dpg")
 FAR_KL = 0.08  # proposals at least this far from the posterior (nats): DPG's weights are near-uniform below
-DISTIL_ESTIMATORS = ("brain", "gdcpp", "dpg", "brain_no_baseline")
+DISTIL_ESTIMATORS = ("brain", "gdcpp", "dpg", "brain_no_baseline", "gdcpp_est")
 
 
 # ------------------------------------------------------------------------------------------------ world
@@ -368,6 +368,8 @@ def distill(world: World, estimator: str, steps: int, n: int, seed: int, *, eval
     ----------
     world : World
     estimator : str
+        An estimator of :func:`train_brain`; ``"gdcpp_est"``: GDC++ with ``log Z`` estimated from each prompt's
+        samples instead of the exact one.
     steps, n, seed, eval_every, refresh_every : int
 
     Returns
@@ -377,6 +379,7 @@ def distill(world: World, estimator: str, steps: int, n: int, seed: int, *, eval
     final : tuple of float
         :func:`exact_metrics` at the end.
     """
+    estimator, log_z = (estimator[:-4], "estimate") if estimator.endswith("_est") else (estimator, world.log_z.float())
     policy = copy.deepcopy(world.prior)
     for p in policy.parameters():
         p.requires_grad_(True)
@@ -407,7 +410,7 @@ def distill(world: World, estimator: str, steps: int, n: int, seed: int, *, eval
         table_reward(world.lang, world.reward),
         cfg,
         allowed_ids=world.lang.symbol_ids,
-        log_z=world.log_z.float(),
+        log_z=log_z,
         on_step=on_step,
     )
     final = exact_metrics(policy, world)
