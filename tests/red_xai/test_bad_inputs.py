@@ -17,6 +17,7 @@ MASK[:, 0, 0] = True
 NET = rx.SmallNet(16, 3, 8, seed=0).eval()
 TRAINING = rx.SmallNet(16, 3, 8, seed=1)  # left in training mode
 CAV = rx.ConceptVector("net.1", torch.ones(8) / 8**0.5, 1.0)
+TOP = rx.ConceptVector("net.4", torch.ones(3), 1.0)  # at the logits: no layer after it to fine-tune
 H = torch.rand(10, 1, 4, 4, generator=GEN)
 XQ = torch.rand(30, 1, 4, 4, generator=GEN)
 YQ = torch.arange(30) % 3
@@ -90,6 +91,14 @@ CASES = [
     bad("rrr", "lam", lambda: rx.rrr(NET, X, Y, MASK, lam=-1.0), NET, kind="range"),
     bad("rrr", "lam", lambda: rx.rrr(NET, X, Y, MASK, lam=float("nan")), NET, kind="nan"),
     bad("rrr", "mask", lambda: rx.rrr(NET, X, Y, None), NET, kind="none"),
+    bad("rr_clarc", "cav", lambda: rx.rr_clarc(NET, X, Y, "net.1"), NET, X, kind="type"),
+    bad("rr_clarc", "layer", lambda: rx.rr_clarc(NET, X, Y, rx.ConceptVector("fc", CAV.vector, 1.0)), NET, kind="name"),
+    bad("rr_clarc", "cav", lambda: rx.rr_clarc(NET, X, Y, rx.ConceptVector("net.3", torch.ones(3), 1.0)), kind="size"),
+    bad("rr_clarc", "criterion", lambda: rx.rr_clarc(NET, X, Y, CAV, criterion="logits"), NET, kind="name"),
+    bad("rr_clarc", "lam", lambda: rx.rr_clarc(NET, X, Y, CAV, lam=-1.0), NET, kind="range"),
+    bad("rr_clarc", "y", lambda: rx.rr_clarc(NET, X, Y + 3, CAV), NET, kind="label-range"),
+    bad("rr_clarc", "x", lambda: rx.rr_clarc(NET, XNAN, Y, CAV), NET, kind="nan"),
+    bad("rr_clarc", "cav.layer", lambda: rx.rr_clarc(NET, X, Y, TOP), kind="top"),
     bad("a_clarc", "target", lambda: rx.a_clarc(NET, X, Y, MASK, 7), NET, kind="range"),
     bad("a_clarc", "mask", lambda: rx.a_clarc(NET, X, Y, MASK[0], 0), NET, kind="shape"),
     bad("a_clarc", "value", lambda: rx.a_clarc(NET, X, Y, MASK, 0, value=float("inf")), NET, kind="inf"),
@@ -175,6 +184,11 @@ CASES = [
     bad("question", "data", lambda: q(data=(XQ[:8], YQ[:8])), NET, kind="too-few"),
     bad("question", "holdout", lambda: q(holdout=1.0), NET, XQ, kind="range"),
     bad("question", "method", lambda: q(method="shap"), NET, XQ, kind="name"),
+    bad("question", "peers", lambda: q(peers=NET), NET, XQ, kind="type"),
+    bad("question", "peers[0]", lambda: q(peers=[TRAINING]), NET, TRAINING, kind="training"),
+    bad("question", "peers[1]", lambda: q(peers=[NET, rx.SmallNet(16, 4, 8).eval()]), NET, kind="classes"),
+    bad("question", "peers", lambda: q(peers=[]), NET, XQ, kind="empty"),
+    bad("attribute", "method", lambda: rx.attribute(NET, X, 0, "lrp_gamma"), NET, X, kind="rule"),
 ]
 
 

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import icml24.red_xai as rx
+from icml24.errors import InputError
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +31,54 @@ def test_gradient_x_input_matches_autograd(net):
     lrp = rx.attribute(net, X, 2, "lrp_epsilon")
     assert lrp.shape == X.shape and torch.isfinite(lrp).all()
     assert not hasattr(net.net[0], "rule")  # Captum's rules are removed again
+
+
+def _lrp_float64(net, x, target, zplus_layers):
+    """LRP written from the rules in float64: epsilon (1e-6) or z+ (positive weights, no bias) per linear layer."""
+    lin = [net.net[0], net.net[2], net.net[4]]
+    a = [x.flatten(1).double()]
+    for i, layer in enumerate(lin):
+        z = a[-1] @ layer.weight.double().T + layer.bias.double()
+        a.append(z.clamp_min(0) if i < 2 else z)
+    r = torch.zeros_like(a[-1])
+    r[:, target] = a[-1][:, target]
+    for i in reversed(range(3)):
+        w, b = lin[i].weight.double(), lin[i].bias.double()
+        if i in zplus_layers:
+            w, b = w.clamp_min(0), torch.zeros_like(b)
+        z = a[i] @ w.T + b
+        eps = 1e-9 if i in zplus_layers else 1e-6
+        r = a[i] * ((r / (z + eps * torch.where(z >= 0, 1.0, -1.0))) @ w)
+    return r.view_as(x)
+
+
+@pytest.mark.parametrize("method, zplus_layers", [("lrp_epsilon", ()), ("lrp_zplus", (0, 1))])
+def test_lrp_rules_match_a_float64_oracle_and_conserve_relevance(method, zplus_layers):
+    model = rx.SmallNet(16, 3, 8, seed=2).eval()
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    r = rx.attribute(model, X, 1, method)
+    assert torch.allclose(r.double(), _lrp_float64(model, X, 1, zplus_layers), atol=1e-5)
+    assert torch.equal(rx.attribute(model, X, 1, method), r)  # fresh Captum rules each call: no state carried over
+    assert all(torch.equal(state[k], v) for k, v in model.state_dict().items())  # Captum's weight edits undone
+    assert not any(hasattr(m, "rule") for m in model.modules())
+    with torch.no_grad():  # no bias: every layer passes on exactly the relevance it gets (conservation)
+        for m in model.modules():
+            if isinstance(m, torch.nn.Linear):
+                m.bias.zero_()
+        logit = model(X)[:, 1]
+    r = rx.attribute(model, X, 1, method)
+    assert torch.allclose(r.flatten(1).sum(1), logit, atol=1e-4)
+
+
+def test_lrp_passes_flatten_and_refuses_what_captum_cannot_propagate():
+    flat = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 3, bias=False)).eval()
+    r = rx.attribute(flat, X, 0, "lrp_zplus")  # the last layer takes epsilon: exact for one bias-free layer
+    with torch.no_grad():
+        assert torch.allclose(r.flatten(1).sum(1), flat(X)[:, 0], atol=1e-5)
+    odd = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 8), torch.nn.GELU(), torch.nn.Linear(8, 3))
+    with pytest.raises(InputError, match="LRP"):
+        rx.attribute(odd.eval(), X, 0, "lrp_epsilon")
+    assert not any(hasattr(m, "rule") for m in [*flat.modules(), *odd.modules()])
 
 
 def test_p_clarc_removes_exactly_the_cav_component(net):
@@ -97,6 +146,31 @@ def test_rrr_zeroes_the_masked_gradient_and_models_stay_untouched(net):
     torch.log_softmax(plain(x0), 1).sum().backward()
     assert x.grad[:, mask].abs().mean() < 0.6 * x0.grad[:, mask].abs().mean()
     assert all(torch.equal(a, b) for a, b in zip(before, net.parameters())) and not net.training
+
+
+def test_rr_clarc_removes_the_gradient_along_the_cav_and_freezes_the_layers_below(net):
+    gen = torch.Generator().manual_seed(4)
+    x = torch.rand(48, 1, 4, 4, generator=gen)
+    y = torch.arange(48) % 3
+    v = torch.randn(8, generator=gen)
+    cav = rx.ConceptVector("net.1", v / v.norm(), 1.0)
+    before = {k: t.clone() for k, t in net.state_dict().items()}
+
+    def along(model):  # mean squared derivative of the summed logits along the CAV, at the CAV's layer
+        store = {}
+        h = model.net[1].register_forward_hook(lambda m, i, o: store.__setitem__("h", o))
+        out = model(x.clone().requires_grad_(True)).sum()
+        (g,) = torch.autograd.grad(out, store["h"])
+        h.remove()
+        return float((g @ cav.vector).pow(2).mean())
+
+    fixed = rx.rr_clarc(net, x, y, cav, lam=100.0, criterion="all_logits", epochs=30, lr=1e-2, seed=0)
+    plain = rx.rr_clarc(net, x, y, cav, lam=0.0, epochs=30, lr=1e-2, seed=0)
+    assert along(fixed) < 0.1 * along(plain)
+    assert torch.equal(fixed.net[0].weight, net.net[0].weight) and torch.equal(fixed.net[0].bias, net.net[0].bias)
+    assert not torch.equal(fixed.net[2].weight, net.net[2].weight) and not fixed.training
+    assert all(p.requires_grad for p in fixed.parameters()) and all(p.grad is None for p in fixed.parameters())
+    assert all(torch.equal(before[k], t) for k, t in net.state_dict().items())
 
 
 def test_relevance_mass_and_reliance():

@@ -33,17 +33,28 @@ def test_randomization_check_cascades_and_leaves_the_model():
 def test_cli_question_writes_the_report_on_digits(tmp_path, capsys):
     out = tmp_path / "report"
     args = ["red-xai", "question", "--data", "digits", "--plant", "corner", "--out", str(out)]
-    assert main(args + ["--epochs", "8", "--fix-epochs", "2"]) == 0
+    assert main(args + ["--epochs", "8", "--fix-epochs", "2", "--peers", "1"]) == 0
     printed = capsys.readouterr().out
-    assert "RRR" in printed and "report:" in printed
+    for word in ("RRR", "RR-ClArC", "report:", "zplus", "Rashomon set of 2"):
+        assert word in printed
     names = {p.name for p in out.iterdir()}
-    assert {"report.md", "metrics.json", "heatmaps.png", "spectrum.png", "cluster_means.png"} <= names
-    assert {"before_after.png", "heatmaps_after.png"} <= names and not any(n.endswith(".tmp") for n in names)
+    figures = ("heatmaps", "spectrum", "cluster_means", "before_after", "heatmaps_after", "pixel_flipping", "rashomon")
+    assert {"report.md", "metrics.json", *(f"{f}.png" for f in figures)} <= names
+    assert not any(n.endswith(".tmp") for n in names)
     text = (out / "report.md").read_text()
-    for fig in ("heatmaps.png", "spectrum.png", "cluster_means.png", "before_after.png"):
-        assert f"({fig})" in text
+    for fig in figures:
+        assert f"({fig}.png)" in text
+    for section in ("SpRAy", "TCAV", "The fix, re-measured", "Pixel flipping", "Rashomon set", "lrp_zplus"):
+        assert section in text
     m = json.loads((out / "metrics.json").read_text())
     assert 0.0 <= m["reliance"] <= 1.0 and m["rrr_reliance"] <= m["reliance"]
+    for k in ("", "lrp_epsilon_", "lrp_zplus_"):  # LRP heatmaps on the model and on every fix
+        assert 0.0 <= m[f"{k}relevance_mass"] <= 1.0
+        assert all(f"{fix}_{k}relevance_mass" in m for fix in ("pclarc", "rrclarc", "rrr"))
+        assert 0.0 <= m[f"{k}spray_artifact_cluster_mass"] <= 1.0 and m[f"{k}flip_aopc"] > m["flip_aopc_random"]
+    # epsilon-LRP of a ReLU network is gradient x input (Ancona et al. 2018): the two columns agree
+    assert m["lrp_epsilon_relevance_mass"] == pytest.approx(m["relevance_mass"], abs=1e-3)
+    assert m["rashomon_models"] == 2 and m["rashomon_reliance_min"] <= m["rashomon_reliance_max"]
 
 
 def test_question_never_changes_the_model(tmp_path):
@@ -58,6 +69,25 @@ def test_question_never_changes_the_model(tmp_path):
     assert r["report"].is_file() and set(r["metrics"]) >= {"accuracy", "reliance", "rrr_reliance", "tcav"}
     assert all(torch.equal(before[k], v) for k, v in net.state_dict().items())
     assert not net.training and all(p.grad is None for p in net.parameters())
+    # the SpRAy clusters' mean heatmaps under every attribution, the LRP rules included
+    clusters = int(r["metrics"]["spray_clusters"])
+    table = [line for line in r["report"].read_text().splitlines() if line.startswith("| ") and line.count("|") == 6]
+    assert table[0] == "| cluster | size | input_x_gradient | lrp_epsilon | lrp_zplus |" and len(table) == 1 + clusters
+
+
+def test_question_says_where_lrp_is_unavailable(tmp_path):
+    gen = torch.Generator().manual_seed(0)
+    x = torch.rand(60, 1, 4, 4, generator=gen)
+    y = torch.arange(60) % 3
+    mask = torch.zeros(1, 4, 4, dtype=torch.bool)
+    mask[:, 0, 0] = True
+    torch.manual_seed(0)
+    odd = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 8), torch.nn.ReLU(), torch.nn.Linear(8, 8))
+    odd = torch.nn.Sequential(*odd, torch.nn.GELU(), torch.nn.Linear(8, 3)).eval()  # Captum has no LRP rule for GELU
+    r = rx.question(odd, (x, y), tmp_path, target=0, mask=mask, epochs=1, seed=0)
+    text = r["report"].read_text()
+    assert "Not computed for this model" in text and "`lrp_zplus`: Captum's LRP does not support" in text
+    assert "lrp_zplus_relevance_mass" not in r["metrics"] and "relevance_mass" in r["metrics"]
 
 
 def test_cli_refuses_bad_input(capsys):

@@ -2,9 +2,9 @@
 
 One loop on a torch classifier: explain (:func:`attribute`, Captum), cluster the heatmaps (:func:`spray`), name the
 concept (:func:`concept_vector`, :func:`tcav`, scikit-learn probes), correct (:func:`p_clarc`, :func:`rrr`,
-:func:`a_clarc`) and re-measure (:func:`shortcut_reliance`, :func:`relevance_mass`, :func:`pixel_flipping`); explore
-the Rashomon set of near-equal models (:func:`rashomon`). ``baselines`` holds accuracy-only validation,
-random-mask and whole-image RRR, and the clean-retrained oracle.
+:func:`rr_clarc`, :func:`a_clarc`) and re-measure (:func:`shortcut_reliance`, :func:`relevance_mass`,
+:func:`pixel_flipping`); explore the Rashomon set of near-equal models (:func:`rashomon`). ``baselines`` holds
+accuracy-only validation, random-mask and whole-image RRR, and the clean-retrained oracle.
 """
 
 from .baselines import accuracy_only, clean_oracle, random_mask, random_mask_rrr, whole_image_rrr
@@ -25,6 +25,7 @@ from .questioning import (
     randomization_check,
     rashomon,
     relevance_mass,
+    rr_clarc,
     rrr,
     shortcut_reliance,
     spray,
@@ -45,6 +46,7 @@ __all__ = [
     "p_clarc",
     "fit",
     "rrr",
+    "rr_clarc",
     "a_clarc",
     "predict",
     "accuracy",

@@ -25,7 +25,7 @@ def register(subparsers, parents) -> None:
     q = verbs.add_parser(
         "question",
         parents=parents,
-        help="train a small MLP on data with a planted shortcut, question it, fix it, write the report",
+        help="train a small MLP and near-equal peers on data with a planted shortcut, question, fix, report",
     )
     add_arguments(q)
     q.set_defaults(func=question_command)
@@ -48,8 +48,11 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="DIR", help="folder for report.md and its figures")
     p.add_argument("--target", type=int, default=0, help="the class that carries the patch (default 0)")
     p.add_argument("--epochs", type=int, default=20, help="training epochs of the model (default 20)")
-    p.add_argument("--fix-epochs", type=int, default=10, help="RRR fine-tuning epochs (default 10)")
+    p.add_argument("--fix-epochs", type=int, default=10, help="RRR and RR-ClArC fine-tuning epochs (default 10)")
     p.add_argument("--n-train", type=int, default=2000, help="Fashion-MNIST training subset (default 2000)")
+    p.add_argument(
+        "--peers", type=int, default=3, help="near-equal models (other seeds, widths) for the Rashomon set (default 3)"
+    )
     p.add_argument("--seed", type=int, default=0)
     return p
 
@@ -76,16 +79,36 @@ def question_command(args: argparse.Namespace) -> int:
     epochs = check_int(args.epochs, "--epochs", min_val=1)
     fix_epochs = check_int(args.fix_epochs, "--fix-epochs", min_val=0)
     n_train = check_int(args.n_train, "--n-train", min_val=20)
+    n_peers = check_int(args.peers, "--peers", min_val=0)
     d = shortcut_data(args.data, target=target, n_train=n_train, seed=seed)
     model = fit(SmallNet(d.x_train[0].numel(), 10, 64, seed=seed), d.x_train, d.y_train, epochs=epochs, seed=seed)
-    r = question(model, (d.x_train, d.y_train), args.out, target=target, mask=d.mask, epochs=fix_epochs, seed=seed)
+    widths = (32, 128, 64)
+    peers = [
+        fit(SmallNet(d.x_train[0].numel(), 10, widths[i % 3], seed=seed + 1 + i), d.x_train, d.y_train,
+            epochs=epochs, seed=seed + 1 + i)
+        for i in range(n_peers)
+    ]  # fmt: skip
+    r = question(
+        model,
+        (d.x_train, d.y_train),
+        args.out,
+        target=target,
+        mask=d.mask,
+        epochs=fix_epochs,
+        peers=peers or None,
+        seed=seed,
+    )
     m = r["metrics"]
-    print(f"{args.data}, {args.plant} patch on class {target}, seed {seed}")
-    print(f"{'model':>8} {'accuracy':>9} {'reliance':>9} {'mass':>6}")
-    for name, key in (("model", ""), ("P-ClArC", "pclarc_"), ("RRR", "rrr_")):
-        acc, rel = m[f"{key}accuracy"], m[f"{key}reliance"]
-        print(f"{name:>8} {acc:>9.3f} {rel:>9.3f} {m[f'{key}relevance_mass']:>6.3f}")
+    print(f"{args.data}, {args.plant} patch on class {target}, seed {seed}; relevance mass in the patch by")
+    cols = [("", "gxi")] + [(f"{k}_", k[4:]) for k in ("lrp_epsilon", "lrp_zplus") if f"{k}_relevance_mass" in m]
+    print(f"{'model':>9} {'accuracy':>9} {'reliance':>9} " + " ".join(f"{c:>8}" for _, c in cols))
+    for name, key in (("model", ""), ("P-ClArC", "pclarc_"), ("RR-ClArC", "rrclarc_"), ("RRR", "rrr_")):
+        masses = " ".join(f"{m.get(f'{key}{k}relevance_mass', float('nan')):>8.3f}" for k, _ in cols)
+        print(f"{name:>9} {m[f'{key}accuracy']:>9.3f} {m[f'{key}reliance']:>9.3f} {masses}")
     print(f"SpRAy clusters {int(m['spray_clusters'])}, TCAV {m['tcav']:.3f} (p={m['tcav_p']:.2g})")
+    if peers:
+        lo, hi = m["rashomon_reliance_min"], m["rashomon_reliance_max"]
+        print(f"Rashomon set of {len(peers) + 1} models: reliance {lo:.3f} to {hi:.3f}")
     print(f"report: {r['report']}")
     return 0
 

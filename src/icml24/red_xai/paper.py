@@ -89,7 +89,10 @@ FIX = Claim(
         "projection removes the artifact but cannot learn the class's real features: on Fashion-MNIST it costs up "
         "to 0.035 and sits up to 0.07 below the oracle, more than the 1-2 points expected; this margin was 0.03 until "
         "that measurement); RRR with a random "
-        f"mask of the same size keeps at least {CONTROL_RATIO:.0%} of it."
+        f"mask of the same size keeps at least {CONTROL_RATIO:.0%} of it. Reported, not judged (added after the "
+        "claim was set): RR-ClArC (Pahde et al. 2023; the gradient at the CAV's layer along the CAV penalised, "
+        "the authors' random-sign logit criterion, lambda 1, layers below frozen), fine-tuned from the shortcut model "
+        "for half its training epochs."
     ),
     run="experiments:run_fix",
     holds=_holds_fix,

@@ -5,15 +5,18 @@ bugs and shortcuts, validate it), not only to justify its decisions, and that no
 module is the loop, built from the cited RED literature on Captum (attributions) and scikit-learn (spectral
 clustering, linear probes):
 
-- :func:`attribute`: gradient x input, saliency, Integrated Gradients and epsilon-LRP through Captum;
+- :func:`attribute`: gradient x input, saliency, Integrated Gradients and LRP (epsilon, z+) through Captum;
 - :func:`spray`: Spectral Relevance Analysis (Lapuschkin et al. 2019);
 - :func:`concept_vector` and :func:`tcav`: CAVs and TCAV scores with a significance test (Kim et al. 2018);
 - :func:`p_clarc`: projective Class Artifact Compensation (Anders et al. 2022);
 - :func:`rrr`: Right for the Right Reasons (Ross et al. 2017), an input-gradient penalty under a mask;
+- :func:`rr_clarc`: Right Reason ClArC (Pahde et al. 2023), a penalty on the gradient along the artifact CAV;
+- :func:`a_clarc`: augmentative ClArC (Anders et al. 2022), fine-tuning with the artifact pasted;
 - :func:`shortcut_reliance`, :func:`relevance_mass`: the measurements before and after the fix.
 
-Captum's LRP has no rule for ``nn.Flatten``; :class:`SmallNet` flattens in ``forward`` so every module it holds
-(Linear, ReLU) has an LRP rule. Other models get LRP only where Captum supports their layers.
+LRP runs on Captum's rules, set fresh on every call and removed afterwards (Captum's rule objects keep state between
+calls); ``nn.Flatten`` gets the epsilon rule (exact for a reshape). Other models get LRP only where Captum supports
+their layers; elsewhere :func:`attribute` refuses with :class:`~icml24.errors.InputError`.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from ..errors import InputError
 from ..extras import require
 from ..validation import check_choice, check_float, check_int, check_seed, check_tensor
 
-METHODS = ("input_x_gradient", "saliency", "integrated_gradients", "lrp_epsilon")
+METHODS = ("input_x_gradient", "saliency", "integrated_gradients", "lrp_epsilon", "lrp_zplus")
 
 
 class SmallNet(nn.Module):
@@ -168,10 +171,15 @@ def attribute(
         Images ``(N, C, H, W)``, float, finite.
     target : int or torch.Tensor
         One class for every image, or a tensor of ``N`` classes.
-    method : {"input_x_gradient", "saliency", "integrated_gradients", "lrp_epsilon"}
+    method : {"input_x_gradient", "saliency", "integrated_gradients", "lrp_epsilon", "lrp_zplus"}
         Gradient x input, the absolute gradient, Integrated Gradients (zero baseline, Gauss-Legendre, ``steps``;
-        completeness: the heatmap sums to f(x) - f(0)), or LRP with the epsilon rule on every layer (Captum's
-        default rule set; only for models whose layers Captum's LRP supports: Linear, Conv2d, ReLU, pooling).
+        completeness: the heatmap sums to f(x) - f(0)), or LRP through Captum's rules (only for models whose layers
+        Captum's LRP supports: Linear, Conv, ReLU, pooling; each module used once): ``lrp_epsilon`` puts the
+        epsilon rule ``R_j = sum_k a_j w_jk / (z_k + eps sign(z_k)) R_k`` on every layer; ``lrp_zplus`` puts the
+        z+ rule ``R_j = sum_k a_j w_jk^+ / sum_j a_j w_jk^+ R_k`` (Captum's alpha1-beta0 with the bias dropped) on
+        every weighted layer but the last and epsilon on the last (the logits), the composite of Montavon et al.
+        (2019) for ReLU networks; z+ assumes non-negative layer inputs (pixels in [0, 1], ReLU outputs). "Last"
+        is the last weighted module in registration order, which is the execution order of a ``Sequential``.
     steps : int, default 32
         Integration steps of Integrated Gradients.
     epsilon : float, default 1e-6
@@ -205,25 +213,34 @@ def attribute(
     elif method == "integrated_gradients":
         r = attr.IntegratedGradients(model).attribute(x, baselines=0.0, target=t, n_steps=steps)
     else:
-        from captum.attr._utils.lrp_rules import EpsilonRule
+        from captum.attr._core.lrp import SUPPORTED_LAYERS_WITH_RULES
+        from captum.attr._utils.lrp_rules import Alpha1_Beta0_Rule, EpsilonRule
 
-        saved = {}
+        weighted_types = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)
+        # the epsilon rule on a reshape passes relevance on unchanged (R_in = x * R / x), so nn.Flatten gets it too;
+        # any other module keeps Captum's own handling (ReLU, Dropout, Tanh) or its refusal (unknown layers)
+        ruled = (*weighted_types, *SUPPORTED_LAYERS_WITH_RULES, nn.Flatten, _Projection)
+        every = [m for m in model.modules() if len(list(m.children())) == 0]
+        leaves = [(n, m) for n, m in model.named_modules() if isinstance(m, ruled) and not list(m.children())]
+        weighted = [name for name, m in leaves if isinstance(m, weighted_types)]
+        zplus = set(weighted[:-1]) if method == "lrp_zplus" else set()
+        # what Captum may leave on a module when it stops half-way (a rule, saved activations) is put back after
+        absent = object()
+        saved = [(m, {a: m.__dict__.get(a, absent) for a in ("rule", "activations")}) for m in every]
         try:
-            for name, m in model.named_modules():
-                if len(list(m.children())) == 0:
-                    saved[name] = getattr(m, "rule", None)
-                    m.rule = EpsilonRule(epsilon=epsilon or 1e-9)
+            for name, m in leaves:
+                m.rule = Alpha1_Beta0_Rule(set_bias_to_zero=True) if name in zplus else EpsilonRule(epsilon or 1e-9)
             r = attr.LRP(model).attribute(x, target=t)
         except TypeError as error:
             msg = f"Captum's LRP does not support a layer of model: {error}"
             raise InputError(msg, "use input_x_gradient") from None
         finally:
-            for name, m in model.named_modules():
-                if name in saved:
-                    if saved[name] is not None:
-                        m.rule = saved[name]
-                    elif hasattr(m, "rule"):
-                        del m.rule
+            for m, attrs in saved:
+                for a, v in attrs.items():
+                    if v is not absent:
+                        setattr(m, a, v)
+                    elif a in m.__dict__:
+                        delattr(m, a)
     return r.detach()
 
 
@@ -546,7 +563,8 @@ def p_clarc(model: nn.Module, cav: ConceptVector, reference_x: torch.Tensor) -> 
     """Projective ClArC (Anders et al. 2022): a training-free copy of ``model`` that removes the CAV direction.
 
     At ``cav.layer`` the output becomes ``h - v v^T (h - z)``, with ``v`` the unit CAV and ``z`` the mean
-    activation of the artifact-free ``reference_x``: the component along ``v`` is set to the clean mean's.
+    activation of the artifact-free ``reference_x``: the component along ``v`` is set to the clean mean's. In the
+    copy, the module at ``cav.layer`` is ``nn.Sequential(layer, projection)``.
 
     Parameters
     ----------
@@ -572,9 +590,11 @@ def p_clarc(model: nn.Module, cav: ConceptVector, reference_x: torch.Tensor) -> 
         raise InputError(f"cav has {cav.vector.numel()} dimensions, layer {cav.layer!r} {z.numel()}", "refit it")
     fixed = copy.deepcopy(model)
     mod = get_layer(fixed, cav.layer)
-    proj = _Projection(cav.vector.to(z.dtype), z)
-    mod.register_forward_hook(lambda _m, _i, out: proj(out))
-    fixed.add_module("p_clarc_projection", proj)
+    # the layer becomes Sequential(layer, projection): a module of its own in the forward pass (so LRP gives the
+    # projection, an affine map, its epsilon rule), and hooks at cav.layer still see the projected output
+    parent_name, _, child = cav.layer.rpartition(".")
+    parent = get_layer(fixed, parent_name) if parent_name else fixed
+    setattr(parent, child, nn.Sequential(mod, _Projection(cav.vector.to(z.dtype), z)))
     return fixed.eval()
 
 
@@ -695,6 +715,117 @@ def rrr(
     x = check_images(x)
     mask = check_mask(mask, x)
     return fit(model, x, y, epochs=epochs, lr=lr, seed=seed, mask=mask, lam=lam)
+
+
+RR_CRITERIA = ("all_logits_random", "all_logits", "max_logit")
+
+
+def rr_clarc(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    cav: ConceptVector,
+    *,
+    lam: float = 1.0,
+    criterion: str = "all_logits_random",
+    epochs: int = 10,
+    lr: float = 1e-3,
+    batch: int = 64,
+    seed: int = 0,
+) -> nn.Module:
+    """Right Reason ClArC (Pahde et al. 2023, "Reveal to Revise"): fine-tune a copy so the output's gradient at the
+    CAV's layer has no component along the artifact direction.
+
+    Loss: ``CE + lam * mean_n (v . d g(x_n) / d h_l)^2`` with ``v`` the unit CAV, ``h_l`` the output of
+    ``cav.layer`` and ``g`` the criterion of the authors' code (default there, and here, ``all_logits_random``: the
+    logits summed with random signs drawn for every sample and step). The layers up to and including ``cav.layer``
+    are frozen, so the activation space, and the CAV's meaning in it, stay as they were; the layers after it learn.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The classifier (left untouched; a corrected deep copy is returned).
+    x : torch.Tensor
+        Training images ``(N, C, H, W)``.
+    y : torch.Tensor
+        Integer labels ``(N,)``.
+    cav : ConceptVector
+        The artifact's CAV at a module of ``model`` (:func:`concept_vector`).
+    lam : float, default 1.0
+        Penalty weight (at least 0).
+    criterion : {"all_logits_random", "all_logits", "max_logit"}, default "all_logits_random"
+        The output whose gradient is penalised.
+    epochs : int, default 10
+    lr : float, default 1e-3
+    batch : int, default 64
+    seed : int, default 0
+        Seed of the batch order and of the random signs.
+
+    Returns
+    -------
+    torch.nn.Module
+        The corrected copy, in eval mode.
+    """
+    check_model(model)
+    x = check_images(x)
+    y = check_labels(y, len(x))
+    if not isinstance(cav, ConceptVector):
+        raise InputError(f"cav must be a ConceptVector, got {type(cav).__name__}", "use concept_vector(...)")
+    get_layer(model, cav.layer)
+    lam = check_float(lam, "lam", min_val=0.0)
+    criterion = check_choice(criterion, "criterion", RR_CRITERIA)
+    epochs = check_int(epochs, "epochs", min_val=0)
+    lr = check_float(lr, "lr", min_val=0.0, include_boundaries="right")
+    batch = check_int(batch, "batch", min_val=1)
+    seed = check_seed(seed)
+    net = copy.deepcopy(model).eval()
+    classes = n_outputs(net, x)
+    if int(y.max()) >= classes:
+        raise InputError(f"y holds class {int(y.max())}, the model has {classes} outputs", "check the labels")
+    dims = _activations(net, cav.layer, x[:1])[0].shape[1]
+    if dims != cav.vector.numel():
+        raise InputError(f"cav has {cav.vector.numel()} dimensions, layer {cav.layer!r} {dims}", "refit it")
+    order = [name for name, _ in net.named_modules() if name]
+    upto = order.index(cav.layer)
+    frozen = [
+        m for name, m in net.named_modules() if name and (order.index(name) <= upto or name.startswith(cav.layer + "."))
+    ]
+    trainable = {id(p) for p in net.parameters()} - {id(p) for m in frozen for p in m.parameters(recurse=False)}
+    params = [p for p in net.parameters() if id(p) in trainable]
+    if not params:
+        raise InputError(f"cav.layer {cav.layer!r} has no trainable layer after it", "fit the CAV at an earlier layer")
+    v = cav.vector.detach().float()
+    store = {}
+    handle = get_layer(net, cav.layer).register_forward_hook(lambda _m, _i, out: store.__setitem__("h", out))
+    opt = torch.optim.Adam(params, lr=lr)
+    gen = torch.Generator().manual_seed(seed)
+    net.train()
+    try:
+        for _ in range(epochs):
+            perm = torch.randperm(len(x), generator=gen)
+            for i in range(0, len(x), batch):
+                idx = perm[i : i + batch]
+                xb = x[idx].detach().clone().requires_grad_(lam > 0)
+                logits = net(xb)
+                loss = nn.functional.cross_entropy(logits, y[idx])
+                if lam > 0:
+                    if criterion == "all_logits_random":
+                        signs = torch.sign(0.5 - torch.rand(logits.shape, generator=gen))
+                        out = (logits * signs).sum()
+                    elif criterion == "all_logits":
+                        out = logits.sum()
+                    else:
+                        out = logits.max(1).values.sum()
+                    (g,) = torch.autograd.grad(out, store["h"], create_graph=True)
+                    loss = loss + lam * (g.flatten(1) @ v).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    finally:
+        handle.remove()
+    for p in net.parameters():
+        p.grad = None
+    return net.eval()
 
 
 def a_clarc(
@@ -1110,6 +1241,7 @@ __all__ = [
     "p_clarc",
     "fit",
     "rrr",
+    "rr_clarc",
     "a_clarc",
     "predict",
     "accuracy",
