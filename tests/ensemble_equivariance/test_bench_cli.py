@@ -25,6 +25,9 @@ def test_verb_prints_osp_and_saves_plot(tmp_path, capsys):
     assert main(args + ["--n-train", "20", "--n-test", "20", "--plot", str(plot)]) == 0
     out = capsys.readouterr().out
     assert "OSP test" in out and "members" in out and plot.is_file()
+    args[1:1] = ["--group", "d4"]
+    assert main(args + ["--n-train", "10", "--n-test", "10", "--plot", str(plot)]) == 0
+    assert "D4" in capsys.readouterr().out
 
 
 def test_verb_refuses_bad_input(capsys):

@@ -12,12 +12,20 @@ def test_describe_is_light():
         "print(len(m.claims), 'numpy' in sys.modules, 'torch' in sys.modules, all(c.paper for c in m.claims))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["3", "False", "False", "True"]
+    assert out == ["7", "False", "False", "True"]
 
 
 def test_method_is_registered():
     m = registry.get("ensemble_equivariance")
-    assert m is paper.METHOD and [c.name for c in m.claims] == ["exactness", "emergence", "accuracy"]
+    assert m is paper.METHOD and [c.name for c in m.claims] == [
+        "exactness",
+        "emergence",
+        "accuracy",
+        "training-time",
+        "width",
+        "d4",
+        "vector",
+    ]
 
 
 def test_exactness_claim():
@@ -60,5 +68,61 @@ def test_accuracy_claim():
             {"single_acc": 0.99},
             {"tta_osp_noise": 3.5},
             {"gcnn_osp_noise": 3.0},
+        ],
+    )
+
+
+def test_training_time_claim():
+    m = check_claim(
+        paper.TRAINING_TIME,
+        [
+            {"ntk_err_max": 1e-6},  # the closed form would not be exact
+            {"aug_err_ratio_max_test": 1.0},  # the mean as far from invariant as a member (no cancellation)
+            {"aug_err_ratio_max_noise": 0.5},
+            {"aug_osp_gain_min_late_test": 0.0},  # no emergence on test data
+            {"noaug_err_ratio_last_noise": 0.13},  # no augmentation would do as well (same init: equal ratios)
+        ],
+    )
+    assert m["ntk_err_s0_noise"] == 0.0 and m["aug_osp_gain_s150_test"] > m["aug_osp_gain_s0_test"]
+
+
+def test_width_claim():
+    m = check_claim(
+        paper.WIDTH,
+        [
+            # an untrained ensemble: the debiased distance is |f_NTK|^2 at every width
+            {"ens_ntk_wide_test": 0.4, "ens_ntk_narrow_test": 0.4},
+            {"ens_ntk_wide_noise": 0.1, "ens_ntk_narrow_noise": 0.2},
+            {"member_ntk_wide_test": 0.01},  # members would converge too: nothing specific to the mean
+            {"test_acc_wide": 0.1},
+        ],
+    )
+    assert m["ens_ntk_mc_w256_test"] > 0 and m["member_ntk_w256_test"] > m["ens_ntk_raw_w256_test"]
+
+
+def test_d4_claim():
+    check_claim(
+        paper.D4,
+        [
+            {"ntk_d4_err_max": 1e-6},
+            {"ntk_c4_err_min": 1e-12},  # rotations alone would buy flips: the control sees nothing
+            {"d4_osp_gain_noise": 0.2},
+            {"d4_err_slope_test": 0.0},
+            {"d4_vs_c4_osp_noise": 0.0},
+            {"d4_test_acc": 0.1},
+        ],
+    )
+
+
+def test_vector_claim():
+    check_claim(
+        paper.VECTOR,
+        [
+            {"ntk_aug_err_max": 1e-6},
+            {"ntk_inv_err_min": 1e-12},  # the output action would not matter
+            {"ntk_noaug_err_min": 1e-12},
+            {"aug_test_r2": 0.0},  # an untrained (t = 0) mean predicts 0
+            {"aug_err_slope_noise": 0.0},
+            {"noaug_over_aug_err_noise": 1.0},
         ],
     )

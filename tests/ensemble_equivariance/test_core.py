@@ -201,3 +201,55 @@ def test_vmap_trainer_equals_member_loop_and_is_seeded():
     torch.testing.assert_close(sub(x), ref[2], rtol=1e-5, atol=1e-5)
     met = ee.ensemble_metrics(ens, x, "c4", sizes=[1, 3])
     assert met["osp_m1"] == pytest.approx(met["member_osp"]) and met["osp_m3"] == met["ensemble_osp"]
+
+
+@pytest.mark.parametrize("name", ["c4", "d4"])
+def test_vector_action_is_a_representation_matching_the_pixel_action(name):
+    from icml24.ensemble_equivariance.experiments import moment_target
+
+    grp = ee.Group(name)
+    x = torch.randn(5, 1, 7, 7, generator=torch.Generator().manual_seed(0)).double()
+    v = moment_target(x)
+    for g in range(grp.order):
+        r = grp.vector_rep(g)
+        np.testing.assert_allclose(r @ r.T, np.eye(2), atol=0)  # a signed permutation: orthogonal
+        # the moment of the moved image is the rotated/reflected moment; rho_Y is a homomorphism
+        torch.testing.assert_close(moment_target(grp.act(x, g)), grp.act_output(v, g, "vector"))
+        h = (g + 3) % grp.order
+        np.testing.assert_array_equal(grp.vector_rep(int(grp.table[g, h])), r @ grp.vector_rep(h))
+    assert {tuple(grp.vector_rep(g).ravel()) for g in range(grp.order)}.__len__() == grp.order
+    np.testing.assert_array_equal(ee.Group("c4").vector_rep(1), [[0.0, -1.0], [1.0, 0.0]])
+    xa, ya = ee.augment(x, v, grp, output="vector")
+    torch.testing.assert_close(moment_target(xa), ya)
+    assert np.allclose(grp.act_output(v.numpy(), 1, "vector"), grp.act_output(v, 1, "vector").numpy())
+
+
+def test_vector_equivariance_error_and_exact_ntk_mean():
+    from icml24.ensemble_equivariance.experiments import moment_target
+
+    grp = ee.Group("d4")
+    rng = np.random.default_rng(3)
+    x = torch.from_numpy(rng.standard_normal((6, 1, 5, 5)))
+    q = torch.from_numpy(rng.standard_normal((4, 1, 5, 5)))
+    assert ee.equivariance_error(ee.orbit_outputs(moment_target, q, grp), grp, output="vector") < 1e-12
+    # an invariant function of the image is not vector-equivariant
+    inv = ee.OrbitAveraged(lambda z: moment_target(z) ** 2, grp)
+    assert ee.equivariance_error(ee.orbit_outputs(inv, q, grp), grp, output="vector") > 1e-3
+    xa, ya = ee.augment(x, moment_target(x), grp, output="vector")
+    mean = ee.NTKEnsembleMean(2).fit(xa, ya, grp=grp)
+    wrong = ee.NTKEnsembleMean(2).fit(*ee.augment(x, moment_target(x), grp, output="invariant"))
+    for t in (1.0, math.inf):
+        out = torch.from_numpy(np.stack([mean.predict(grp.act(q, g), t) for g in range(8)]))
+        assert ee.equivariance_error(out, grp, output="vector") < 1e-10
+        out = torch.from_numpy(np.stack([wrong.predict(grp.act(q, g), t) for g in range(8)]))
+        assert ee.equivariance_error(out, grp, output="vector") > 1e-4
+
+
+def test_ensemble_metrics_vector_outputs_have_no_osp():
+    grp = ee.Group("c4")
+    x = torch.randn(12, 1, 4, 4, generator=torch.Generator().manual_seed(1))
+    y = torch.randn(12, 2, generator=torch.Generator().manual_seed(2))
+    ens = ee.train_ensemble(lambda: ee.NTKMLP(16, 8, 2, 2), *ee.augment(x, y, grp, output="vector"), members=4, steps=3)
+    r = ee.ensemble_metrics(ens, x, grp, sizes=[1, 4], output="vector")
+    assert "member_osp" not in r and "osp_m4" not in r
+    assert r["err_m4"] == pytest.approx(r["ensemble_err"]) and r["err_m1"] == pytest.approx(r["member_err"])

@@ -1,6 +1,7 @@
 """Emergent equivariance of deep ensembles (Gerken & Kessel, ICML 2024, arXiv 2403.03103): a deep ensemble
 trained with full orbit augmentation is equivariant in the mean, exactly in the NTK limit, for every input and
-every training time. ``groups`` holds C4 and D4 as exact pixel permutations and the orbit augmentation;
+every training time. ``groups`` holds C4 and D4 as exact pixel permutations, the output actions (invariant,
+image-valued and plane-vector outputs) and the orbit augmentation;
 ``ntk`` the analytic ReLU NTK and the closed-form ensemble mean; ``ensemble`` the ``torch.func`` (vmap) ensemble
 trainer and the OSP and equivariance-error metrics; ``baselines`` test-time orbit averaging, a group-convolution
 CNN and the member-by-member training loop.

@@ -25,7 +25,7 @@ def register(subparsers, parents) -> None:
     p = subparsers.add_parser(
         "ensemble-equivariance",
         parents=parents,
-        help="OSP of members and of the ensemble mean vs ensemble size, trained with full C4 augmentation",
+        help="OSP of members and of the ensemble mean vs ensemble size, trained with full C4 or D4 augmentation",
     )
     add_arguments(p)
     p.set_defaults(func=osp_command)
@@ -44,6 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         ``p`` itself.
     """
     p.add_argument("--data", default="fashion-mnist", choices=DATA, help="data set (default fashion-mnist)")
+    p.add_argument("--group", default="c4", choices=("c4", "d4"), help="rotations, or rotations and flips (c4)")
     p.add_argument("--members", type=int, default=16, help="ensemble size M (default 16)")
     p.add_argument("--width", type=int, default=64, help="hidden units of the MLP members (default 64)")
     p.add_argument("--steps", type=int, default=150, help="full-batch gradient steps (default 150)")
@@ -85,14 +86,20 @@ def osp_command(args: argparse.Namespace) -> int:
         n_train=args.n_train,
         n_test=args.n_test,
         seed=seed,
+        group=args.group,
     )
-    print(f"{args.data}: C4, M={args.members}, width={args.width}, steps={args.steps}, seed={seed}")
+    print(f"{args.data}: {args.group.upper()}, M={args.members}, width={args.width}, steps={args.steps}, seed={seed}")
     print(f"accuracy: ensemble {r['acc']:.3f}, mean member {r['member_acc']:.3f}")
     print(f"{'M':>11} {'OSP test':>9} {'OSP noise':>10}")
     for s, a, b in zip(r["sizes"], r["test"], r["noise"]):
         label = "1 (members)" if s == 1 else str(s)
         print(f"{label:>11} {a:>9.3f} {b:>10.3f}")
-    fig = osp_figure({"test": r["test"], "noise": r["noise"]}, r["sizes"], title=f"{args.data}, seed {seed}")
+    fig = osp_figure(
+        {"test": r["test"], "noise": r["noise"]},
+        r["sizes"],
+        order=r["order"],
+        title=f"{args.data}, {args.group.upper()}, seed {seed}",
+    )
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
     path = atomic_write_bytes(Path(args.plot), buf.getvalue())

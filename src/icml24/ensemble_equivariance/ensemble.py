@@ -21,7 +21,7 @@ from torch.func import functional_call, grad, stack_module_state, vmap
 
 from ..errors import InputError
 from ..validation import check_choice, check_float, check_int, check_seed, check_tensor
-from .groups import OUTPUTS, as_group, check_images
+from .groups import OUTPUTS, as_group, check_images, check_vectors
 
 __all__ = [
     "Ensemble",
@@ -381,8 +381,9 @@ def equivariance_error(outputs: torch.Tensor, grp: Any = "c4", *, output: str = 
         ``(|G|, N, ...)`` from :func:`orbit_outputs`.
     grp : Group or {"c4", "d4"}, default "c4"
         Must match ``outputs.shape[0]``.
-    output : {"invariant", "image"}, default "invariant"
-        How outputs transform; ``"image"`` needs square outputs ``(..., H, H)``.
+    output : {"invariant", "image", "vector"}, default "invariant"
+        How outputs transform; ``"image"`` needs square outputs ``(..., H, H)``, ``"vector"`` plane vectors
+        ``(..., 2)`` (rotated and reflected by :meth:`~.groups.Group.vector_rep`).
 
     Returns
     -------
@@ -395,14 +396,23 @@ def equivariance_error(outputs: torch.Tensor, grp: Any = "c4", *, output: str = 
         raise InputError(f"outputs must have {grp.order} rows for {grp.name}, got {out.shape[0]}")
     if output == "image":
         check_images(out[0], "outputs")
+    if output == "vector":
+        check_vectors(out, "outputs")
     errs = []
     for g in range(grp.order):
-        ref = grp._apply(out[0], g) if output == "image" else out[0]
+        if output == "image":
+            ref = grp._apply(out[0], g)
+        elif output == "vector":
+            ref = grp._apply_vector(out[0], g)
+        else:
+            ref = out[0]
         errs.append((out[g] - ref).reshape(out.shape[1], -1).norm(dim=1))
     return float(torch.stack(errs).mean())
 
 
-def ensemble_metrics(ensemble: Ensemble, x: torch.Tensor, grp: Any = "c4", *, sizes: Sequence[int] = ()) -> dict:
+def ensemble_metrics(
+    ensemble: Ensemble, x: torch.Tensor, grp: Any = "c4", *, sizes: Sequence[int] = (), output: str = "invariant"
+) -> dict:
     """OSP and equivariance error of the members and of the ensemble mean (and of sub-ensembles).
 
     Sub-ensembles of size ``m`` are the ``M // m`` disjoint groups of consecutive members; their metrics are
@@ -416,6 +426,9 @@ def ensemble_metrics(ensemble: Ensemble, x: torch.Tensor, grp: Any = "c4", *, si
     grp : Group or {"c4", "d4"}, default "c4"
     sizes : sequence of int, default ()
         Sub-ensemble sizes ``m`` (each 1..M) to report as ``osp_m{m}`` and ``err_m{m}``.
+    output : {"invariant", "image", "vector"}, default "invariant"
+        How the outputs transform (:func:`equivariance_error`); the OSP entries are reported for
+        ``"invariant"`` (class scores) only.
 
     Returns
     -------
@@ -425,6 +438,7 @@ def ensemble_metrics(ensemble: Ensemble, x: torch.Tensor, grp: Any = "c4", *, si
     if not isinstance(ensemble, Ensemble):
         raise InputError(f"ensemble must be an Ensemble, got {type(ensemble).__name__}")
     grp = as_group(grp, "grp")
+    output = check_choice(output, "output", OUTPUTS)
     x = check_images(x)
     if not isinstance(x, torch.Tensor):
         raise InputError("x must be a torch.Tensor", "convert it with torch.as_tensor")
@@ -432,16 +446,21 @@ def ensemble_metrics(ensemble: Ensemble, x: torch.Tensor, grp: Any = "c4", *, si
         raise InputError(f"sizes must be a sequence of ints, got {type(sizes).__name__}")
     sizes = [check_int(m, "sizes", min_val=1, max_val=ensemble.members) for m in sizes]
     mo = orbit_outputs(ensemble.member_outputs, x, grp)  # (G, M, N, C)
+    osp = output == "invariant"
+
+    def err(o):
+        return equivariance_error(o, grp, output=output)
+
     res = {
-        "member_osp": orbit_same_prediction(mo),
-        "member_err": float(
-            torch.stack([torch.tensor(equivariance_error(mo[:, i], grp)) for i in range(mo.shape[1])]).mean()
-        ),
-        "ensemble_osp": orbit_same_prediction(mo.mean(1)),
-        "ensemble_err": equivariance_error(mo.mean(1), grp),
+        "member_err": float(sum(err(mo[:, i]) for i in range(mo.shape[1])) / mo.shape[1]),
+        "ensemble_err": err(mo.mean(1)),
     }
+    if osp:
+        res["member_osp"] = orbit_same_prediction(mo)
+        res["ensemble_osp"] = orbit_same_prediction(mo.mean(1))
     for m in sizes:
         groups = [mo[:, j * m : (j + 1) * m].mean(1) for j in range(ensemble.members // m)]
-        res[f"osp_m{m}"] = float(sum(orbit_same_prediction(o) for o in groups) / len(groups))
-        res[f"err_m{m}"] = float(sum(equivariance_error(o, grp) for o in groups) / len(groups))
+        if osp:
+            res[f"osp_m{m}"] = float(sum(orbit_same_prediction(o) for o in groups) / len(groups))
+        res[f"err_m{m}"] = float(sum(err(o) for o in groups) / len(groups))
     return res

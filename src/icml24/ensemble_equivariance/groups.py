@@ -2,9 +2,11 @@
 
 Every element acts on the last two axes of an image as a pixel permutation (``numpy.rot90`` after an optional
 flip), so the representation rho_X(g) is orthogonal, as the theorem of Gerken & Kessel (ICML 2024, Sec. 3)
-requires. Outputs transform by rho_Y(g): the identity for invariant targets (classification) or the same
-pixel permutation for image-valued equivariant targets. :func:`augment` builds the fully augmented training
-set of the theorem (every orbit element exactly once) or, for contrast, one sampled element per example.
+requires. Outputs transform by rho_Y(g): the identity for invariant targets (classification), the same
+pixel permutation for image-valued equivariant targets, or the 2x2 signed permutation of :meth:`Group.vector_rep`
+for plane vectors (e.g. the intensity-weighted centre of an image), the equivariant-output case.
+:func:`augment` builds the fully augmented training set of the theorem (every orbit element exactly once)
+or, for contrast, one sampled element per example.
 """
 
 from __future__ import annotations
@@ -18,10 +20,20 @@ from ..errors import InputError
 from ..validation import check_array, check_choice, check_int, check_rng, check_tensor
 
 GROUPS = ("c4", "d4")
-OUTPUTS = ("invariant", "image")
+OUTPUTS = ("invariant", "image", "vector")
 MODES = ("orbit", "sampled")
 
-__all__ = ["GROUPS", "OUTPUTS", "MODES", "Group", "group", "augment", "is_orbit_closed", "check_images"]
+__all__ = [
+    "GROUPS",
+    "OUTPUTS",
+    "MODES",
+    "Group",
+    "group",
+    "augment",
+    "is_orbit_closed",
+    "check_images",
+    "check_vectors",
+]
 
 
 def check_images(x: Any, name: str = "x", *, finite: bool = True):
@@ -53,6 +65,24 @@ def check_images(x: Any, name: str = "x", *, finite: bool = True):
             "crop or pad the images to a square",
         )
     return x
+
+
+def check_vectors(y: Any, name: str = "y") -> None:
+    """Check that ``y`` has plane vectors on its last axis (``(..., 2)``), the shape rho_Y acts on for
+    ``output="vector"``.
+
+    Parameters
+    ----------
+    y : torch.Tensor or numpy.ndarray
+        Already checked for type and finiteness.
+    name : str, default "y"
+        The argument's name in error messages.
+    """
+    if y.ndim < 1 or y.shape[-1] != 2:
+        raise InputError(
+            f"{name} must hold plane vectors (..., 2) for output='vector', got shape {tuple(y.shape)}",
+            "use output='invariant' for class scores",
+        )
 
 
 class Group:
@@ -172,16 +202,46 @@ class Group:
         idx = np.arange(channels * size * size).reshape(channels, size, size)
         return self._apply(idx, g).ravel().astype(np.int64)
 
+    def vector_rep(self, g: int) -> np.ndarray:
+        """rho_Y(g) on plane vectors ``(row, column)`` measured from the image centre: a 2x2 signed permutation.
+
+        It is the action on pixel positions: if element ``g`` moves the pixel at offset ``v`` from the centre
+        to offset ``w``, then ``w = R v``; so the first moment ``sum_p x_p v_p`` of an image maps to ``R`` times
+        itself (``moment(g x) = R moment(x)``).
+
+        Parameters
+        ----------
+        g : int
+            The element.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(2, 2)`` float64, orthogonal.
+        """
+        g = self._element(g)
+        return self._vector_rep(g)
+
+    def _vector_rep(self, g: int) -> np.ndarray:
+        cols = []
+        for r, c in ((2, 1), (1, 2)):  # offsets (1, 0) and (0, 1) from the centre of a 3x3 grid
+            probe = np.zeros((3, 3))
+            probe[r, c] = 1.0
+            rr, cc = np.argwhere(self._act_np(probe, g))[0]
+            cols.append((rr - 1.0, cc - 1.0))
+        return np.array(cols, dtype=np.float64).T
+
     def act_output(self, y, g: int, output: str = "invariant"):
-        """Apply rho_Y(g) to outputs: the identity (``"invariant"``) or the pixel action (``"image"``).
+        """Apply rho_Y(g) to outputs: the identity (``"invariant"``), the pixel action (``"image"``) or the
+        2x2 matrix of :meth:`vector_rep` on the last axis (``"vector"``).
 
         Parameters
         ----------
         y : torch.Tensor or numpy.ndarray
-            Outputs; for ``"image"``, square images ``(..., H, H)``.
+            Outputs; for ``"image"``, square images ``(..., H, H)``; for ``"vector"``, ``(..., 2)``.
         g : int
             The element.
-        output : {"invariant", "image"}, default "invariant"
+        output : {"invariant", "image", "vector"}, default "invariant"
             How the targets transform.
 
         Returns
@@ -195,8 +255,21 @@ class Group:
             if isinstance(y, torch.Tensor):
                 return check_tensor(y, "y", dtype="any", finite=False).clone()
             return check_array(y, "y", dtype=None, finite=False)
+        if output == "vector":
+            if isinstance(y, torch.Tensor):
+                y = check_tensor(y, "y", dtype="float", finite=False)
+            else:
+                y = check_array(y, "y", dtype="float", finite=False)
+            check_vectors(y, "y")
+            return self._apply_vector(y, g)
         y = check_images(y, "y", finite=False)
         return self._apply(y, g)
+
+    def _apply_vector(self, y, g: int):
+        r = self._vector_rep(g)
+        if isinstance(y, torch.Tensor):
+            return y @ torch.as_tensor(r.T, dtype=y.dtype, device=y.device)
+        return y @ r.T
 
 
 def group(name: str) -> Group:
@@ -246,12 +319,13 @@ def augment(x, y, grp: Any = "c4", *, mode: str = "orbit", output: str = "invari
     x : torch.Tensor or numpy.ndarray
         Images ``(N, ..., H, H)``, N >= 1.
     y : torch.Tensor or numpy.ndarray
-        Targets with leading dimension N (labels for ``"invariant"``; images for ``"image"``).
+        Targets with leading dimension N (labels for ``"invariant"``; images for ``"image"``; ``(N, 2)``
+        plane vectors for ``"vector"``).
     grp : Group or {"c4", "d4"}, default "c4"
         The group.
     mode : {"orbit", "sampled"}, default "orbit"
-    output : {"invariant", "image"}, default "invariant"
-        How the targets transform.
+    output : {"invariant", "image", "vector"}, default "invariant"
+        How the targets transform (see :meth:`Group.act_output`).
     seed : int or numpy.random.Generator, default 0
         Used by ``mode="sampled"`` only.
 
@@ -275,11 +349,20 @@ def augment(x, y, grp: Any = "c4", *, mode: str = "orbit", output: str = "invari
         raise InputError(f"y must have {x.shape[0]} rows like x, got shape {tuple(y.shape)}")
     if output == "image":
         check_images(y, "y")
+    if output == "vector":
+        if y.dtype.is_floating_point if isinstance(y, torch.Tensor) else np.issubdtype(y.dtype, np.floating):
+            check_vectors(y, "y")
+        else:
+            raise InputError(f"y must hold float plane vectors for output='vector', got dtype {y.dtype}")
     is_t = isinstance(x, torch.Tensor)
     cat = torch.cat if is_t else np.concatenate
 
     def out_act(v, g):
-        return grp._apply(v, g) if output == "image" else (v.clone() if isinstance(v, torch.Tensor) else v.copy())
+        if output == "image":
+            return grp._apply(v, g)
+        if output == "vector":
+            return grp._apply_vector(v, g)
+        return v.clone() if isinstance(v, torch.Tensor) else v.copy()
 
     if mode == "orbit":
         xs = [grp._apply(x, g) for g in range(grp.order)]
