@@ -221,3 +221,22 @@ def test_composition_sums_the_adapters_and_saved_adapters_load(tmp_path):
         delta_a = a(input_ids=ids).logits - base(input_ids=ids).logits
         two = compose_adapters(base, [a, a2], weights=[1.0, 0.0])(input_ids=ids).logits
     assert torch.allclose(two - base(input_ids=ids).logits, delta_a, atol=1e-4)
+
+
+def test_smollm2_arm_runs_end_to_end_on_any_loaded_model(monkeypatch):
+    # the real SmolLM2 takes ~30 s to load: the arm's pipeline is checked on a tiny model put in its place
+    import icml24.nn.pretrained as pretrained
+    from icml24.c3po.experiments import smollm2_arm
+
+    monkeypatch.setattr(pretrained, "load_smollm2", lambda: (tiny(), TOK))
+    m = smollm2_arm(2, per_category=1, n_eval=3, max_new_tokens=6, batch=2, seed=0)
+    for name in ("base", "in_context", "c3po"):
+        assert all(0.0 <= m[f"{name}_{k}"] <= 1.0 for k in ("adherence", "near", "out", "overgen"))
+    assert m["rows"] >= 1 and m["c3po_kl_out"] >= 0.0 and m["seconds_per_step"] > 0
+
+
+def test_cli_smollm2_refuses_zero_steps(capsys):
+    from icml24.cli import main
+
+    assert main(["c3po", "learn", "--model", "smollm2", "--steps", "0"]) != 0
+    assert capsys.readouterr().err.strip().splitlines()[0].startswith("error: --steps")

@@ -48,6 +48,14 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--scale", default="quick", choices=("smoke", "quick"), help="data and step sizes")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="runs", help="folder for the Pareto plot (default runs/)")
+    p.add_argument(
+        "--model",
+        default="tiny",
+        choices=("tiny", "smollm2"),
+        help="tiny: the world's pretrained tiny LM and every baseline; smollm2: C3PO with LoRA on the real "
+        "SmolLM2-135M-Instruct (offline), against the base model and in-context, reported",
+    )
+    p.add_argument("--steps", type=int, default=30, help="C3PO steps of the smollm2 arm (default 30)")
     return p
 
 
@@ -73,6 +81,25 @@ def learn_command(args: argparse.Namespace) -> int:
     from .experiments import PARETO_METHODS, compare, parse_feedback
 
     key = parse_feedback(args.feedback)
+    if args.model == "smollm2":
+        from ..validation import check_int
+        from .experiments import smollm2_arm
+
+        steps = check_int(args.steps, "--steps", min_val=1)
+        print(f"SmolLM2-135M-Instruct + LoRA: C3PO for {steps} steps on '{args.feedback}' (a few seconds a step)")
+        m = smollm2_arm(steps, key=key, seed=seed)
+        print(
+            f"loaded in {m['load_seconds']:.0f} s; data {m['data_seconds']:.0f} s ({m['rows']:.0f} rows); "
+            f"{m['seconds_per_step']:.1f} s a step"
+        )
+        print(f"{'method':>14} {'adherence':>10} {'near':>6} {'out':>6} {'overgen':>8}")
+        for method in ("base", "in_context", "c3po"):
+            print(
+                f"{method:>14} {m[f'{method}_adherence']:>10.3f} {m[f'{method}_near']:>6.3f} "
+                f"{m[f'{method}_out']:>6.3f} {m[f'{method}_overgen']:>8.3f}"
+            )
+        print(f"C3PO's out-of-scope KL to the base: {m['c3po_kl_out']:.4f} nats")
+        return 0
     out = Path(args.out) / f"c3po-{key.replace(':', '-')}-seed{seed}"
     out.mkdir(parents=True, exist_ok=True)
     with artifacts_to(out):
