@@ -17,6 +17,7 @@ from icml24.desa import (
     diff_augment,
     dm_loss,
     domain_summary,
+    fashion_domains,
     global_anchors,
     gossip_fedavg,
     kd_loss,
@@ -174,6 +175,15 @@ CASES = [
     bad("run_desa", "models", lambda: run_desa([M0, M0], DATA, CFG), M0, kind="same-module"),
     bad("run_desa", "port", lambda: run_desa(MODELS, DATA, CFG, backend="gloo", port=0), kind="range"),
     bad("run_desa", "config", lambda: run_desa(MODELS, DATA, {"rounds": 1}), kind="type"),
+    bad("run_desa", "on_failure", lambda: run_desa(MODELS, DATA, CFG, on_failure="ignore"), M0, kind="name"),
+    bad("run_desa", "checkpoint_dir", lambda: run_desa(MODELS, DATA, CFG, checkpoint_dir="ck"), kind="inprocess"),
+    bad("run_desa", "checkpoint_dir", lambda: run_desa(MODELS, DATA, CFG, backend="gloo", checkpoint_dir=3), kind="t"),
+    # ----------------------------------------------------------------------------------- fashion_domains
+    bad("fashion_domains", "n_clients", lambda: fashion_domains(1), kind="one-client"),
+    bad("fashion_domains", "n_clients", lambda: fashion_domains("5"), kind="type"),
+    bad("fashion_domains", "n_train", lambda: fashion_domains(3, n_train=5), kind="range"),
+    bad("fashion_domains", "n_test", lambda: fashion_domains(3, n_test=NAN), kind="nan"),
+    bad("fashion_domains", "seed", lambda: fashion_domains(3, seed=-1), kind="range"),
     # ----------------------------------------------------------------------------------- accuracy_matrix
     bad("accuracy_matrix", "models", lambda: accuracy_matrix([], DATA), kind="empty"),
     bad("accuracy_matrix", "test_sets[0]", lambda: accuracy_matrix(MODELS, [X]), kind="pair"),

@@ -1,6 +1,7 @@
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from icml24 import registry
@@ -8,6 +9,7 @@ from icml24.claims import Scale
 from icml24.desa import paper
 from icml24.errors import DataUnavailable
 from icml24.testing import check_claim
+from tests.conftest import needs_fashion
 
 
 def test_describe_is_light():
@@ -72,3 +74,32 @@ def test_communication_claim():
     # the finding, on the same metrics: the one-time anchors outweigh FedAvg's weights at this scale
     assert paper.COMMUNICATION_TOTAL.judge(m) is False
     assert paper.COMMUNICATION_TOTAL.judge({**m, "bytes_ratio": 3.0}) is True
+
+
+def test_fashion_claim_judges_its_metrics():
+    """The Fashion-MNIST task is measured by ``icml24 verify`` (its run is too long for the suite); here its test
+    can fail: a copy of local training, an untrained DeSA and a collapsed intra-domain accuracy all fail it."""
+    good = {"desa_inter": 0.40, "local_inter": 0.30, "desa_intra": 0.70, "local_intra": 0.72}
+    assert paper.FASHION.judge(good) is True
+    for bad in ({"desa_inter": 0.30}, {"desa_inter": 0.10}, {"desa_intra": 0.60}):
+        assert paper.FASHION.judge({**good, **bad}) is False
+
+
+@needs_fashion
+def test_fashion_domains_are_disjoint_shifted_and_seeded():
+    from icml24.desa import SHIFTS, fashion_domains
+
+    a = fashion_domains(5, n_train=40, n_test=20, seed=1)
+    b = fashion_domains(5, n_train=40, n_test=20, seed=1)
+    assert [d.name for d in a] == list(SHIFTS)
+    idx = [set(d.info["source_index"].tolist()) for d in a]
+    assert all(not (idx[i] & idx[j]) for i in range(5) for j in range(i + 1, 5))
+    assert all(np.array_equal(p.x_train, q.x_train) and np.array_equal(p.x_test, q.x_test) for p, q in zip(a, b))
+    for d in a:
+        assert d.x_train.shape == (40, 3, 32, 32) and d.x_train.dtype == np.float32
+        assert 0.0 <= d.x_train.min() and d.x_train.max() <= 1.0
+        assert np.bincount(d.y_train, minlength=10).tolist() == [4] * 10
+    # the shifts differ: mean brightness of plain vs inverted, grey vs coloured channels
+    assert a[1].x_train.mean() > 2 * a[0].x_train.mean()
+    grey, colour = a[0].x_train, a[4].x_train
+    assert np.allclose(grey[:, 0], grey[:, 1]) and not np.allclose(colour[:, 0], colour[:, 1])

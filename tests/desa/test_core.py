@@ -1,6 +1,7 @@
 """Unit and property tests of icml24.desa: losses against from-scratch formulas, DM, topologies, the engines."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -189,6 +190,37 @@ def test_multiprocess_equals_inprocess_and_gossip_counts_weights():
     assert g.bytes_sent == [2 * n_params * 4] * 2
 
 
-def test_killed_client_is_reported():
-    with pytest.raises(ClientFailed, match=r"client 1 failed"):
-        run_desa(_models(), _clients(), TINY, backend="gloo", fail=(1, 0), timeout=30)
+def test_killed_client_is_recorded_and_survivors_finish():
+    """Client 1 of a 3-client mesh is SIGKILLed at round 1: clients 0 and 2 drop it and finish the run."""
+    models, data = _models(3), _clients(3)
+    cfg = replace(TINY, rounds=3)
+    res = run_desa(models, data, cfg, backend="gloo", fail=(1, 1), timeout=30)
+    assert list(res.failed) == [1] and "killed by signal 9" in res.failed[1]
+    assert res.models[1] is None and res.models[0] is not None and res.models[2] is not None
+    assert res.lost_links == [(0, 1, 1), (2, 1, 1)]
+    z = 8 * 4 * 4  # (C * ipc) x C float32 logits
+    assert res.bytes_logits[0] == res.bytes_logits[2] == (2 + 1 + 1) * z  # two peers at round 0, then one
+    assert all(math.isfinite(v) for i in (0, 2) for v in res.losses[i])
+    ref = run_desa(models, data, cfg)  # in-process, nobody dies: round 0 is the same
+    assert all(torch.equal(ref.round_logits[0][i], res.round_logits[0][i]) for i in (0, 2))
+    assert not torch.equal(ref.round_logits[2][0], res.round_logits[2][0])  # later rounds miss client 1
+
+
+def test_stopped_run_is_reported_and_resumes(tmp_path):
+    """on_failure='stop' names the dead client; the same call on the checkpoint folder resumes the run exactly."""
+    models, data = _models(), _clients()
+    cfg = replace(TINY, rounds=3)
+    with pytest.raises(ClientFailed, match=r"client 1 failed .*killed by signal 9.*stopped"):
+        run_desa(models, data, cfg, backend="gloo", fail=(1, 2), timeout=30, on_failure="stop", checkpoint_dir=tmp_path)
+    seen = []
+    res = run_desa(models, data, cfg, backend="gloo", timeout=30, checkpoint_dir=tmp_path, progress=seen.append)
+    assert res.extra["resumed_from"] == 1 and seen == [0, 1, 2] and not res.failed
+    ref = run_desa(models, data, cfg)
+    assert torch.equal(ref.anchors.images, res.anchors.images)
+    for ra, rb in zip(ref.round_logits, res.round_logits):
+        assert all(torch.equal(x, y) for x, y in zip(ra, rb))
+    for ma, mb in zip(ref.models, res.models):
+        assert all(torch.equal(p, q) for p, q in zip(ma.state_dict().values(), mb.state_dict().values()))
+    assert ref.bytes_sent == res.bytes_sent
+    with pytest.raises(InputError, match="checkpoint_dir"):
+        run_desa(models, data, replace(cfg, rounds=4), backend="gloo", checkpoint_dir=tmp_path)

@@ -19,6 +19,7 @@ from .engine import (
     run_desa,
     sample_clients,
 )
+from .fashion import SHIFTS, fashion_domains
 from .losses import kd_loss, supcon_loss
 from .models import AlexNet, ConvNet, check_model
 
@@ -45,4 +46,6 @@ __all__ = [
     "local_training",
     "anchors_only_training",
     "gossip_fedavg",
+    "SHIFTS",
+    "fashion_domains",
 ]

@@ -197,7 +197,7 @@ class _GossipClient:
         _load_flat(self.model, torch.stack(vs).mean(0))
 
 
-def _gossip_worker(rank, world, address, port, payload, out_dir, timeout, fail_at, queue) -> None:
+def _gossip_worker(rank, world, address, port, payload, out_dir, timeout, fail_at, queue, release) -> None:
     import os
 
     import torch.distributed as dist
@@ -219,6 +219,7 @@ def _gossip_worker(rank, world, address, port, payload, out_dir, timeout, fail_a
                 os._exit(3)
             sampled = sample_clients(world, cfg.client_ratio, r, cfg.seed)
             if rank not in sampled:
+                queue.put(("round", rank, r, -1))
                 continue
             v = cl.local()
             nbs = [j for j in adj[rank] if j in sampled]
@@ -228,10 +229,12 @@ def _gossip_worker(rank, world, address, port, payload, out_dir, timeout, fail_a
                 q.wait()
             sent += len(nbs) * v.numel() * v.element_size()
             cl.mix(v, bufs)
-            queue.put((rank, r))
+            queue.put(("round", rank, r, -1))
         save_result(out_dir, rank, {"state": cl.model.state_dict(), "bytes": torch.tensor([sent])})
-        dist.barrier()
-        dist.destroy_process_group()
+        release.wait(timeout + 60)
+        queue.close()
+        queue.join_thread()
+        os._exit(0)
     except Exception as exc:  # noqa: BLE001 - reported to the parent
         report_failure(out_dir, rank, exc)
         raise SystemExit(1) from None
@@ -308,11 +311,10 @@ def gossip_fedavg(
         models = [c.model for c in clients]
     else:
         payloads = [(model, data[i][0], data[i][1], cfg, adj) for i in range(n)]
-        results = spawn_clients(
+        results, _, _ = spawn_clients(
             _gossip_worker,
             payloads,
             cfg.rounds,
-            lambda r: sample_clients(n, cfg.client_ratio, r, cfg.seed),
             progress,
             address,
             port,

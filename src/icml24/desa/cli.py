@@ -1,7 +1,9 @@
-"""``icml24 desa run``: decentralised DeSA on the offline digit domains, one OS process per client.
+"""``icml24 desa run``: decentralised DeSA on the offline digit domains (or Fashion-MNIST), one process per client.
 
 Starts the clients over ``torch.distributed`` (gloo, 127.0.0.1 by default), shows a progress bar per round and
-prints intra / inter / worst accuracy per client beside local training, with the bytes each client sent.
+prints intra / inter / worst accuracy per client beside local training, with the bytes each client sent. A client
+that dies is reported and the others finish (``--on-failure stop`` ends the run instead); ``--checkpoint-dir``
+makes an interrupted run resumable.
 """
 
 from __future__ import annotations
@@ -52,6 +54,17 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=None, help="rendezvous port (default: a free one)")
     p.add_argument("--inprocess", action="store_true", help="run the clients in this process instead")
     p.add_argument("--dp", action="store_true", help="DP-SGD anchor synthesis (clip 2.0, noise 0.6); prints epsilon")
+    p.add_argument("--task", default="digits", help="digits (offline domains, default) or fashion (data root)")
+    p.add_argument(
+        "--checkpoint-dir",
+        default=None,
+        help="save every client's state there each round; rerunning with the same folder resumes (multi-process)",
+    )
+    p.add_argument(
+        "--on-failure",
+        default="continue",
+        help="continue (default: the other clients finish without a dead one) or stop (one-line error)",
+    )
     p.add_argument("--seed", type=int, default=0)
     return p
 
@@ -76,6 +89,12 @@ def run_command(args: argparse.Namespace) -> int:
     topology = check_choice(args.topology, "--topology", TOPOLOGIES)
     anchor_mode = check_choice(args.anchor_mode, "--anchor-mode", ("mean", "union"))
     seed = check_seed(args.seed, "--seed")
+    task = check_choice(args.task, "--task", ("digits", "fashion"))
+    on_failure = check_choice(args.on_failure, "--on-failure", ("continue", "stop"))
+    if args.checkpoint_dir is not None and args.inprocess:
+        from ..errors import InputError
+
+        raise InputError("--checkpoint-dir needs the multi-process run (drop --inprocess)")
     if args.port is not None:
         check_int(args.port, "--port", min_val=1, max_val=65535)
     import sys
@@ -89,9 +108,14 @@ def run_command(args: argparse.Namespace) -> int:
     from .engine import DesaConfig, accuracy_matrix, domain_summary, run_desa
     from .experiments import client_models
 
-    domains = [DOMAINS[i % len(DOMAINS)] for i in range(n)]
     n_test = max(10, n_train // 2)
-    ds = digit_domains(domains, n_train=n_train, n_test=n_test, seed=seed)
+    if task == "fashion":
+        from .fashion import fashion_domains
+
+        ds = fashion_domains(n, n_train=n_train, n_test=n_test, seed=seed)
+    else:
+        ds = digit_domains([DOMAINS[i % len(DOMAINS)] for i in range(n)], n_train=n_train, n_test=n_test, seed=seed)
+    domains = [d.name for d in ds]
     train = [(torch.from_numpy((d.x_train - 0.5) / 0.5), torch.from_numpy(d.y_train)) for d in ds]
     test = [(torch.from_numpy((d.x_test - 0.5) / 0.5), torch.from_numpy(d.y_test)) for d in ds]
     models = client_models(n, 16, 8, seed)
@@ -112,32 +136,50 @@ def run_command(args: argparse.Namespace) -> int:
     print(f"{n} clients ({', '.join(domains)}), {topology}, {rounds} rounds, backend {backend}", flush=True)
     bar = tqdm(total=rounds, desc="rounds", unit="round", file=sys.stderr, disable=None)
     res = run_desa(
-        models, train, cfg, backend=backend, address=args.address, port=args.port, progress=lambda r: bar.update(1)
+        models,
+        train,
+        cfg,
+        backend=backend,
+        address=args.address,
+        port=args.port,
+        progress=lambda r: bar.update(1),
+        on_failure=on_failure,
+        checkpoint_dir=args.checkpoint_dir,
     )
     bar.close()
+    if res.extra.get("resumed_from") is not None:
+        print(f"resumed from {args.checkpoint_dir} after round {res.extra['resumed_from']}")
+    for i, why in res.failed.items():
+        print(f"client {i} failed ({why}); the others finished without it and are compared among themselves")
+    keep = [i for i in range(n) if i not in res.failed]
+    if len(keep) < 2:
+        print(f"only client(s) {keep} finished: no inter-domain table")
+        return 1
+    models, train, test, domains = ([v[i] for i in keep] for v in (models, train, test, domains))
+    trained, sent = [res.models[i] for i in keep], [res.bytes_sent[i] for i in keep]
     local = domain_summary(accuracy_matrix(local_training(models, train, cfg), test))
-    ours = domain_summary(accuracy_matrix(res.models, test))
+    ours = domain_summary(accuracy_matrix(trained, test))
     print(
-        f"{'client':>7} {'domain':>7} {'model':>8} {'local intra':>11} {'local inter':>11} {'DeSA intra':>10} "
+        f"{'client':>7} {'domain':>8} {'model':>8} {'local intra':>11} {'local inter':>11} {'DeSA intra':>10} "
         f"{'DeSA inter':>10} {'bytes sent':>11}"
     )
-    for i in range(n):
+    for k, i in enumerate(keep):
         print(
-            f"{i:>7} {domains[i]:>7} {type(models[i]).__name__:>8} {local[f'intra_{i}']:>11.3f} "
-            f"{local[f'inter_{i}']:>11.3f} {ours[f'intra_{i}']:>10.3f} {ours[f'inter_{i}']:>10.3f} "
-            f"{res.bytes_sent[i]:>11,d}"
+            f"{i:>7} {domains[k]:>8} {type(models[k]).__name__:>8} {local[f'intra_{k}']:>11.3f} "
+            f"{local[f'inter_{k}']:>11.3f} {ours[f'intra_{k}']:>10.3f} {ours[f'inter_{k}']:>10.3f} "
+            f"{sent[k]:>11,d}"
         )
     print(
-        f"{'mean':>7} {'':>7} {'':>8} {local['intra']:>11.3f} {local['inter']:>11.3f} {ours['intra']:>10.3f} "
-        f"{ours['inter']:>10.3f} {int(np.mean(res.bytes_sent)):>11,d}"
+        f"{'mean':>7} {'':>8} {'':>8} {local['intra']:>11.3f} {local['inter']:>11.3f} {ours['intra']:>10.3f} "
+        f"{ours['inter']:>10.3f} {int(np.mean(sent)):>11,d}"
     )
     print(
-        f"{'worst':>7} {'':>7} {'':>8} {local['worst_intra']:>11.3f} {local['worst_inter']:>11.3f} "
+        f"{'worst':>7} {'':>8} {'':>8} {local['worst_intra']:>11.3f} {local['worst_inter']:>11.3f} "
         f"{ours['worst_intra']:>10.3f} {ours['worst_inter']:>10.3f}"
     )
     print(
-        f"anchors once: {int(np.mean(res.bytes_anchors)):,d} B per client; logits: "
-        f"{int(np.mean(res.bytes_logits)) // rounds:,d} B per client per round; {res.seconds:.1f} s"
+        f"anchors once: {int(np.mean([res.bytes_anchors[i] for i in keep])):,d} B per client; logits: "
+        f"{int(np.mean([res.bytes_logits[i] for i in keep])) // rounds:,d} B per client per round; {res.seconds:.1f} s"
     )
     return 0
 

@@ -15,13 +15,24 @@ The in-process mode runs the same client code in one process, in lock-step; on t
 same anchors, logits, bytes and weights as the multi-process mode (both run every client on one thread).
 Bytes are counted from the payload of every tensor a client hands to ``torch.distributed`` (the same
 tensors are counted in-process).
+
+Failures (multi-process): a client whose process dies after the anchor exchange closes its sockets; each
+neighbour sees the failed send or receive (or the peer's silence past the group timeout), drops that peer and
+distils from the others' logits, and the run finishes with the survivors (``DesaResult.failed`` and
+``lost_links`` record it), or stops with a one-line :class:`ClientFailed` when asked to. With a
+``checkpoint_dir`` every client saves its state after every round, and an interrupted run resumes from the
+last round every live client saved.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import hashlib
+import json
 import math
 import os
+import signal
 import socket
 import tempfile
 import time
@@ -211,6 +222,15 @@ class DesaResult:
     backend : str
     seconds : float
         Wall time of the run.
+    failed : dict of int to str
+        Clients that died or failed during a multi-process run, with the reason; their ``models`` entry is
+        None, their ``round_logits`` None, their ``losses`` NaN and their byte counters 0 (the counters died
+        with them). The other clients finished without them.
+    lost_links : list of (int, int, int)
+        ``(client, peer, round)``: ``client`` found at ``round`` that ``peer`` no longer answered and went on
+        with the other neighbours' logits.
+    extra : dict
+        ``resumed_from``: the last round restored from ``checkpoint_dir`` (-1: the anchors only; None: a fresh run).
     """
 
     models: list
@@ -223,6 +243,8 @@ class DesaResult:
     topology: list
     backend: str
     seconds: float = 0.0
+    failed: dict = field(default_factory=dict)
+    lost_links: list = field(default_factory=list)
     extra: dict = field(default_factory=dict)
 
     @property
@@ -383,6 +405,11 @@ class _Client:
         # the code shuffles the anchors once; the KD loader then walks them in that fixed order
         order = torch.randperm(len(anchors.labels), generator=self.g)
         self.ax, self.ay = anchors.images[order], anchors.labels[order]
+        self.cx = torch.cat([self.x, self.ax])
+        self.cy = torch.cat([self.y, self.ay])
+
+    def restore_anchors(self, anchors: AnchorSet, ax: torch.Tensor, ay: torch.Tensor) -> None:
+        self.anchors, self.ax, self.ay = anchors, ax, ay
         self.cx = torch.cat([self.x, self.ax])
         self.cy = torch.cat([self.y, self.ay])
 
@@ -550,13 +577,64 @@ def _free_port(address: str) -> int:
         return int(s.getsockname()[1])
 
 
-def _worker(rank, world, address, port, payload, out_dir, timeout, fail_at, queue) -> None:
+def _die() -> None:
+    """Fault injection: the client process kills itself (SIGKILL, no clean-up, sockets closed by the OS)."""
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def exchange(dist, tensor: torch.Tensor, peers: Sequence[int], tag: int) -> tuple[dict, set, int]:
+    """Send ``tensor`` to every peer and receive theirs; a peer whose link fails is reported, not fatal.
+
+    Parameters
+    ----------
+    dist : module
+        ``torch.distributed`` with an initialised process group.
+    tensor : torch.Tensor
+    peers : sequence of int
+    tag : int
+
+    Returns
+    -------
+    (dict, set, int)
+        The tensors received from the peers that answered, the peers whose link failed (their process died or
+        did not answer within the group's timeout), and the number of sends that completed.
+    """
+    bufs = {j: torch.empty_like(tensor) for j in peers}
+    works, lost, sent = [], set(), 0
+    for j in peers:
+        try:
+            works.append((j, dist.isend(tensor, j, tag=tag), True))
+            works.append((j, dist.irecv(bufs[j], j, tag=tag), False))
+        except RuntimeError:
+            lost.add(j)
+    for j, work, is_send in works:
+        try:
+            work.wait()
+            sent += int(is_send and j not in lost)
+        except RuntimeError:
+            lost.add(j)
+    return {j: b for j, b in bufs.items() if j not in lost}, lost, sent
+
+
+def _ckpt(ckdir: str, rank: int, r: int | None) -> str:
+    return os.path.join(ckdir, f"client{rank}.anchors.pt" if r is None else f"client{rank}.round{r}.pt")
+
+
+def _finish(queue, release, timeout: float) -> None:
+    """Wait until the parent has every survivor's results, flush the queue and leave without tearing gloo down."""
+    release.wait(timeout + 60)
+    queue.close()
+    queue.join_thread()
+    os._exit(0)
+
+
+def _worker(rank, world, address, port, payload, out_dir, timeout, fail_at, queue, release) -> None:
     """Entry point of one client process (module-level so that ``spawn`` can import it)."""
     import torch.distributed as dist
 
     torch.set_num_threads(1)
     try:
-        model, x, y, cfg, adj, given = payload
+        model, x, y, cfg, adj, given, (ckdir, start, ghost) = payload
         dist.init_process_group(
             "gloo",
             init_method=f"tcp://{address}:{port}",
@@ -564,150 +642,269 @@ def _worker(rank, world, address, port, payload, out_dir, timeout, fail_at, queu
             world_size=world,
             timeout=timedelta(seconds=timeout),
         )
+        if ghost:  # failed in the interrupted run: it only completes the rendezvous, nobody talks to it
+            _finish(queue, release, timeout)
         client = _Client(rank, model, x, y, cfg)
         if fail_at == -1:
-            os._exit(3)
-        mine = client.synthesize() if given is None else given
-        presence = torch.zeros(cfg.num_classes, dtype=torch.int64)
-        presence[list(mine.classes_present)] = 1
-        gathered = [torch.empty_like(mine.images) for _ in range(world)]
-        dist.all_gather(gathered, mine.images.contiguous())
-        pres = [torch.empty_like(presence) for _ in range(world)]
-        dist.all_gather(pres, presence)
-        bytes_anchors = (world - 1) * (_nbytes(mine.images) + _nbytes(presence))
-        local = [
-            AnchorSet(
-                gathered[j], mine.labels.clone(), mine.ipc, tuple(int(c) for c in torch.nonzero(pres[j]).flatten())
-            )
-            for j in range(world)
-        ]
-        glob = global_anchors(local, cfg.anchor_mode)
-        client.set_anchors(glob)
-        bytes_logits, logits, losses = 0, [], []
-        for r in range(cfg.rounds):
+            _die()
+        if start is None:
+            mine = client.synthesize() if given is None else given
+            presence = torch.zeros(cfg.num_classes, dtype=torch.int64)
+            presence[list(mine.classes_present)] = 1
+            gathered = [torch.empty_like(mine.images) for _ in range(world)]
+            dist.all_gather(gathered, mine.images.contiguous())
+            pres = [torch.empty_like(presence) for _ in range(world)]
+            dist.all_gather(pres, presence)
+            gathered, pres = torch.stack(gathered), torch.stack(pres)
+            bytes_anchors = (world - 1) * (_nbytes(mine.images) + _nbytes(presence))
+            own = [torch.tensor(mine.losses), _privacy(mine)]
+            anchor_labels = mine.labels
+            glob = global_anchors(_local_sets(gathered, pres, anchor_labels, cfg.ipc), cfg.anchor_mode)
+            client.set_anchors(glob)
+            if ckdir is not None:
+                anchors_state = {
+                    "gathered": gathered,
+                    "presence": pres,
+                    "labels": mine.labels,
+                    "own": own,
+                    "ax": client.ax,
+                    "ay": client.ay,
+                    "gen": client.g.get_state(),
+                    "bytes": bytes_anchors,
+                }
+                save_result(ckdir, rank, anchors_state, _ckpt(ckdir, rank, None))
+            first, bytes_logits, logits, losses, alive, lost = 0, 0, [], [], set(adj[rank]), []
+        else:
+            st = torch.load(_ckpt(ckdir, rank, None), weights_only=True)
+            gathered, pres, own, bytes_anchors = st["gathered"], st["presence"], st["own"], int(st["bytes"])
+            anchor_labels = st["labels"]
+            glob = global_anchors(_local_sets(gathered, pres, anchor_labels, cfg.ipc), cfg.anchor_mode)
+            client.restore_anchors(glob, st["ax"], st["ay"])
+            client.g.set_state(st["gen"])
+            first, bytes_logits, logits, losses, alive, lost = 0, 0, [], [], set(adj[rank]), []
+            if start >= 0:
+                st = torch.load(_ckpt(ckdir, rank, start), weights_only=True)
+                client.model.load_state_dict(st["model"])
+                client.opt.bufs = list(st["bufs"])
+                client.g.set_state(st["gen"])
+                first, bytes_logits = start + 1, int(st["bytes"])
+                logits, losses = list(st["logits"]), [float(v) for v in st["losses"]]
+                alive, lost = {int(j) for j in st["alive"]}, [tuple(int(v) for v in p) for p in st["lost"]]
+        for r in range(first, cfg.rounds):
             if fail_at == r:
-                os._exit(3)
+                _die()
             sampled = sample_clients(world, cfg.client_ratio, r, cfg.seed)
-            if rank not in sampled:
-                logits.append(None)
-                losses.append(float("nan"))
-                continue
-            nbs = [j for j in adj[rank] if j in sampled]
-            received = {}
             z = None
-            if cfg.lambda_kd > 0:
-                z = client.anchor_logits()
-                bufs = {j: torch.empty_like(z) for j in nbs}
-                reqs = [dist.isend(z, j, tag=r) for j in nbs] + [dist.irecv(bufs[j], j, tag=r) for j in nbs]
-                for q in reqs:
-                    q.wait()
-                bytes_logits += len(nbs) * _nbytes(z)
-                received = bufs
+            if rank in sampled:
+                received = {}
+                if cfg.lambda_kd > 0:
+                    z = client.anchor_logits()
+                    nbs = [j for j in adj[rank] if j in sampled and j in alive]
+                    received, gone, sent = exchange(dist, z, nbs, r)
+                    bytes_logits += sent * _nbytes(z)
+                    for j in sorted(gone):
+                        alive.discard(j)
+                        lost.append((j, r))
+                        queue.put(("lost", rank, r, j))
+                losses.append(client.train_round(_teacher(received)))
+            else:
+                losses.append(float("nan"))
             logits.append(z)
-            losses.append(client.train_round(_teacher(received)))
-            queue.put((rank, r))
+            if ckdir is not None:
+                round_state = {
+                    "model": client.model.state_dict(),
+                    "bufs": list(client.opt.bufs),
+                    "gen": client.g.get_state(),
+                    "bytes": bytes_logits,
+                    "logits": logits,
+                    "losses": losses,
+                    "alive": sorted(alive),
+                    "lost": [list(p) for p in lost],
+                }
+                save_result(ckdir, rank, round_state, _ckpt(ckdir, rank, r))
+            queue.put(("round", rank, r, -1))
         out = {
             "state": client.model.state_dict(),
-            "local": [mine.images, mine.labels, torch.tensor(mine.classes_present), torch.tensor(mine.losses)],
-            "privacy": torch.tensor(
-                [
-                    float("nan") if mine.epsilon is None else mine.epsilon,
-                    float("nan") if mine.delta is None else mine.delta,
-                ],
-                dtype=torch.float64,
-            ),
+            "gathered": gathered,
+            "presence": pres,
+            "labels": anchor_labels,
+            "own": own,
             "bytes": torch.tensor([bytes_anchors, bytes_logits]),
             "logits": logits,
             "losses": torch.tensor(losses),
+            "lost": [list(p) for p in lost],
         }
         save_result(out_dir, rank, out)
-        dist.barrier()
-        dist.destroy_process_group()
+        _finish(queue, release, timeout)
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which names this client
         report_failure(out_dir, rank, exc)
         raise SystemExit(1) from None
 
 
-def spawn_clients(worker, payloads, rounds, sampled_of, progress, address, port, timeout, fail, budget) -> list:
+def _privacy(a: AnchorSet) -> torch.Tensor:
+    eps = float("nan") if a.epsilon is None else a.epsilon
+    delta = float("nan") if a.delta is None else a.delta
+    return torch.tensor([eps, delta], dtype=torch.float64)
+
+
+def _local_sets(gathered: torch.Tensor, presence: torch.Tensor, labels: torch.Tensor, ipc: int) -> list[AnchorSet]:
+    return [
+        AnchorSet(gathered[j], labels.clone(), ipc, tuple(int(c) for c in torch.nonzero(presence[j]).flatten()))
+        for j in range(len(gathered))
+    ]
+
+
+def _why(out_dir: str, i: int, code) -> str:
+    err = os.path.join(out_dir, f"client{i}.err")
+    if os.path.exists(err):
+        with open(err) as fh:
+            return fh.readline().strip()
+    if code is not None and code < 0:
+        return f"its process was killed by signal {-code}"
+    return f"its process exited with code {code}"
+
+
+def spawn_clients(
+    worker,
+    payloads,
+    rounds,
+    progress,
+    address,
+    port,
+    timeout,
+    fail,
+    budget,
+    *,
+    on_failure: str = "stop",
+    ghosts: dict | None = None,
+    gc: Callable[[int], None] | None = None,
+    start_round: int = 0,
+) -> tuple[list, dict, list]:
     """Start one spawned OS process per client running ``worker``, watch them, and collect their results.
 
     Parameters
     ----------
     worker : callable
-        Module-level ``worker(rank, world, address, port, payload, out_dir, timeout, fail_at, queue)``; it
-        writes ``client<rank>.pt`` (read back with ``weights_only=True``) and puts ``(rank, round)`` on the
-        queue after each round; on an error it writes ``client<rank>.err`` and exits non-zero.
+        Module-level ``worker(rank, world, address, port, payload, out_dir, timeout, fail_at, queue, release)``;
+        it puts ``("round", rank, r, -1)`` on the queue after each round and ``("lost", rank, r, peer)`` when
+        a peer stops answering, writes ``client<rank>.pt`` (read back with ``weights_only=True``) at the end,
+        then waits for ``release`` (a ``multiprocessing.Event``) before it exits; on an error it writes
+        ``client<rank>.err`` and exits non-zero.
     payloads : list
         One picklable payload per client.
     rounds : int
-    sampled_of : callable ``round -> list of int``
-        The clients of a round (to know when a round is complete for ``progress``).
     progress : callable or None
+        Called with ``r`` once every live client has finished round ``r``.
     address : str
     port : int or None
     timeout : float
     fail : (int, int) or None
     budget : float
         Seconds allowed before the first round completes (anchor synthesis).
+    on_failure : {"stop", "continue"}, default "stop"
+        ``"stop"``: the first client that dies stops the run (``ClientFailed``). ``"continue"``: it is recorded
+        and the others run on; ``ClientFailed`` only when no client finishes.
+    ghosts : dict, optional
+        ``{rank: reason}`` of clients already failed (a resumed run): they join the rendezvous and leave.
+    gc : callable, optional
+        Called with ``r`` when every live client has finished round ``r`` (to drop older checkpoints).
+    start_round : int, default 0
+        The first round the workers run (a resumed run).
 
     Returns
     -------
-    list of dict
-        Each client's saved results.
+    (list, dict, list)
+        Each client's saved results (None for a failed client), ``{rank: reason}`` of the failed clients and
+        the ``(client, peer, round)`` links reported lost.
     """
     import multiprocessing as mp
     import queue as queue_mod
 
     n = len(payloads)
+    ghosts = dict(ghosts or {})
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
+    release = ctx.Event()
     port = _free_port(address) if port is None else port
     with tempfile.TemporaryDirectory(prefix="desa-") as out_dir:
         procs = []
         for i in range(n):
             fail_at = fail[1] if fail is not None and fail[0] == i else None
             p = ctx.Process(
-                target=worker, args=(i, n, address, port, payloads[i], out_dir, timeout, fail_at, q), daemon=True
+                target=worker,
+                args=(i, n, address, port, payloads[i], out_dir, timeout, fail_at, q, release),
+                daemon=True,
             )
             p.start()
             procs.append(p)
-        done: dict[int, int] = {}
-        reported = 0
+        done: dict[int, set] = {}
+        failed: dict[int, str] = {}
+        lost: list[tuple[int, int, int]] = []
+        reported = start_round
         deadline = time.monotonic() + timeout + budget
+
+        def drain() -> None:
+            nonlocal deadline
+            try:
+                while True:
+                    kind, rank, r, peer = q.get(timeout=0.05)
+                    if kind == "lost":
+                        lost.append((rank, peer, r))
+                    else:
+                        done.setdefault(r, set()).add(rank)
+                    deadline = time.monotonic() + timeout + 60
+            except queue_mod.Empty:
+                pass
+
+        def report(live: list) -> None:
+            nonlocal reported
+            while reported < rounds and all(i in done.get(reported, ()) for i in live):
+                if progress is not None:
+                    progress(reported)
+                if gc is not None:
+                    gc(reported)
+                reported += 1
+
         try:
             while True:
-                try:
-                    while True:
-                        _, r = q.get(timeout=0.05)
-                        done[r] = done.get(r, 0) + 1
-                        deadline = time.monotonic() + timeout + 60
-                except queue_mod.Empty:
-                    pass
-                while reported < rounds and done.get(reported, 0) == len(sampled_of(reported)):
-                    if progress is not None:
-                        progress(reported)
-                    reported += 1
-                failed = [(i, p.exitcode) for i, p in enumerate(procs) if p.exitcode not in (None, 0)]
-                if failed:
+                drain()
+                dead = [
+                    (i, p.exitcode)
+                    for i, p in enumerate(procs)
+                    if p.exitcode not in (None, 0) and i not in failed and i not in ghosts
+                ]
+                if dead:
                     time.sleep(0.2)
-                    silent = [(i, c) for i, c in failed if not os.path.exists(os.path.join(out_dir, f"client{i}.err"))]
-                    i, code = (silent or failed)[0]
-                    err = os.path.join(out_dir, f"client{i}.err")
-                    if os.path.exists(err):
-                        with open(err) as fh:
-                            why = fh.readline().strip()
-                    else:
-                        why = f"its process exited with code {code}"
-                    raise ClientFailed(
-                        f"client {i} failed during the run ({why}); the other clients were stopped",
-                        "rerun; check that client's data and model, and that the address and port are free",
-                    )
-                if all(p.exitcode == 0 for p in procs):
+                    for i, code in dead:
+                        failed[i] = _why(out_dir, i, code)
+                    silent = [i for i, _ in dead if not os.path.exists(os.path.join(out_dir, f"client{i}.err"))]
+                    if on_failure == "stop" or len(failed) + len(ghosts) == n:
+                        first = (silent or [i for i, _ in dead])[0]
+                        also = "the other clients were stopped" if on_failure == "stop" else "no client finished"
+                        raise ClientFailed(
+                            f"client {first} failed during the run ({failed[first]}); {also}",
+                            "rerun; check that client's data and model, and that the address and port are free",
+                        )
+                live = [i for i in range(n) if i not in failed and i not in ghosts]
+                report(live)
+                finished = [os.path.exists(os.path.join(out_dir, f"client{i}.pt")) for i in range(n)]
+                if all(finished[i] or i in failed or i in ghosts for i in range(n)):
+                    release.set()
                     break
                 if time.monotonic() > deadline:
-                    stuck = [i for i, p in enumerate(procs) if p.exitcode is None]
+                    stuck = [i for i in live if not finished[i]]
                     raise ClientFailed(f"clients {stuck} made no progress within the timeout", "raise timeout")
-            return [torch.load(os.path.join(out_dir, f"client{i}.pt"), weights_only=True) for i in range(n)]
+            results = [
+                None
+                if i in failed or i in ghosts
+                else torch.load(os.path.join(out_dir, f"client{i}.pt"), weights_only=True)
+                for i in range(n)
+            ]
+            for p in procs:
+                p.join(timeout)
+            drain()  # the last rounds' messages may arrive after the result files
+            report(live)
+            return results, {**ghosts, **failed}, sorted(lost)
         finally:
             for p in procs:
                 if p.is_alive():
@@ -718,8 +915,8 @@ def spawn_clients(worker, payloads, rounds, sampled_of, progress, address, port,
             q.join_thread()
 
 
-def save_result(out_dir: str, rank: int, out: dict) -> None:
-    """Write a worker's results atomically as ``client<rank>.pt``.
+def save_result(out_dir: str, rank: int, out: dict, path: str | None = None) -> None:
+    """Write a worker's results atomically as ``client<rank>.pt`` (or ``path``).
 
     Parameters
     ----------
@@ -727,10 +924,13 @@ def save_result(out_dir: str, rank: int, out: dict) -> None:
     rank : int
     out : dict
         Tensors, numbers and lists of them.
+    path : str, optional
+        Where to write instead of ``<out_dir>/client<rank>.pt``.
     """
-    tmp = os.path.join(out_dir, f"client{rank}.pt.tmp")
+    path = os.path.join(out_dir, f"client{rank}.pt") if path is None else path
+    tmp = path + ".tmp"
     torch.save(out, tmp)
-    os.replace(tmp, os.path.join(out_dir, f"client{rank}.pt"))
+    os.replace(tmp, path)
 
 
 def report_failure(out_dir: str, rank: int, exc: BaseException) -> None:
@@ -747,46 +947,113 @@ def report_failure(out_dir: str, rank: int, exc: BaseException) -> None:
         fh.write(traceback.format_exc())
 
 
-def _run_gloo(models, data, cfg, adj, progress, address, port, timeout, fail, given) -> DesaResult:
+def _fingerprint(data, cfg: DesaConfig, adj) -> str:
+    h = hashlib.sha256(repr((cfg, adj)).encode())
+    for x, y in data:
+        h.update(repr((tuple(x.shape), float(x.double().sum()), y.tolist())).encode())
+    return h.hexdigest()
+
+
+def _resume_point(ckdir: str, n: int, rounds: int, fingerprint: str) -> tuple[int | None, dict]:
+    """Where a run in ``ckdir`` stopped: the last round every live client saved (-1: anchors only; None: fresh)."""
+    os.makedirs(ckdir, exist_ok=True)
+    manifest = os.path.join(ckdir, "manifest.json")
+    if not os.path.exists(manifest):
+        _write_manifest(ckdir, fingerprint, {})
+        return None, {}
+    with open(manifest) as fh:
+        man = json.load(fh)
+    if man.get("fingerprint") != fingerprint:
+        raise InputError(
+            f"checkpoint_dir {ckdir} holds a run of other clients, data or settings", "give an empty folder"
+        )
+    failed = {int(k): str(v) for k, v in man.get("failed", {}).items()}
+    live = [i for i in range(n) if i not in failed]
+    if not live or not all(os.path.exists(_ckpt(ckdir, i, None)) for i in live):
+        _write_manifest(ckdir, fingerprint, {})
+        return None, {}
+    common = set(range(rounds))
+    for i in live:
+        common &= {r for r in range(rounds) if os.path.exists(_ckpt(ckdir, i, r))}
+    return (max(common) if common else -1), failed
+
+
+def _write_manifest(ckdir: str, fingerprint: str, failed: dict) -> None:
+    tmp = os.path.join(ckdir, "manifest.json.tmp")
+    with open(tmp, "w") as fh:
+        json.dump({"fingerprint": fingerprint, "failed": {str(k): v for k, v in failed.items()}}, fh)
+    os.replace(tmp, os.path.join(ckdir, "manifest.json"))
+
+
+def _run_gloo(models, data, cfg, adj, progress, address, port, timeout, fail, given, on_failure, ckdir):
     n = len(models)
-    payloads = [(models[i], data[i][0], data[i][1], cfg, adj, None if given is None else given[i]) for i in range(n)]
-    results = spawn_clients(
+    start, ghosts, fp = None, {}, None
+    if ckdir is not None:
+        fp = _fingerprint(data, cfg, adj)
+        start, ghosts = _resume_point(ckdir, n, cfg.rounds, fp)
+    if progress is not None and start is not None:
+        for r in range(start + 1):
+            progress(r)
+    payloads = [
+        (models[i], data[i][0], data[i][1], cfg, adj, None if given is None else given[i], (ckdir, start, i in ghosts))
+        for i in range(n)
+    ]
+    kept = {"from": 0 if start is None else max(start, 0)}
+
+    def gc(r: int) -> None:  # every live client holds round r: older round checkpoints are not needed
+        for old in range(kept["from"], r):
+            for i in range(n):
+                with contextlib.suppress(OSError):
+                    os.remove(_ckpt(ckdir, i, old))
+        kept["from"] = max(kept["from"], r)
+
+    results, failed, lost = spawn_clients(
         _worker,
         payloads,
         cfg.rounds,
-        lambda r: sample_clients(n, cfg.client_ratio, r, cfg.seed),
-        progress,
+        None if progress is None else (lambda r: progress(r) if start is None or r > start else None),
         address,
         port,
         timeout,
         fail,
         60.0 + 0.5 * cfg.dm_iterations * n,
+        on_failure=on_failure,
+        ghosts=ghosts,
+        gc=None if ckdir is None else gc,
+        start_round=0 if start is None else start + 1,
     )
-    trained = []
-    for i in range(n):
+    if ckdir is not None and failed:
+        _write_manifest(ckdir, fp, failed)
+    ref = next(res for res in results if res is not None)
+    trained, local, round_logits, losses, bytes_a, bytes_l = [], [], [], [], [], []
+    sets = _local_sets(ref["gathered"], ref["presence"], ref["labels"], cfg.ipc)
+    for i, res in enumerate(results):
+        if res is None:
+            trained.append(None)
+            local.append(sets[i])
+            losses.append([float("nan")] * cfg.rounds)
+            bytes_a.append(0)
+            bytes_l.append(0)
+            continue
         m = copy.deepcopy(models[i])
-        m.load_state_dict(results[i]["state"])
+        m.load_state_dict(res["state"])
         trained.append(m.train())
-    local = []
-    for res in results:
-        imgs, labs, present, losses = res["local"]
-        eps, delta = (None if v != v else float(v) for v in res["privacy"].tolist())
-        local.append(
-            AnchorSet(imgs, labs, cfg.ipc, tuple(int(c) for c in present), [float(v) for v in losses], eps, delta)
-        )
+        dm_losses, privacy = res["own"]
+        eps, delta = (None if v != v else float(v) for v in privacy.tolist())
+        a = sets[i]
+        local.append(AnchorSet(a.images, a.labels, a.ipc, a.classes_present, [float(v) for v in dm_losses], eps, delta))
+        losses.append(res["losses"].tolist())
+        bytes_a.append(int(res["bytes"][0]))
+        bytes_l.append(int(res["bytes"][1]))
     glob = global_anchors(local, cfg.anchor_mode)
-    round_logits = [[results[i]["logits"][r] for i in range(n)] for r in range(cfg.rounds)]
-    return DesaResult(
-        trained,
-        glob,
-        local,
-        [int(res["bytes"][0]) for res in results],
-        [int(res["bytes"][1]) for res in results],
-        round_logits,
-        [res["losses"].tolist() for res in results],
-        adj,
-        "gloo",
-    )
+    for r in range(cfg.rounds):
+        round_logits.append([None if res is None else res["logits"][r] for res in results])
+    out = DesaResult(trained, glob, local, bytes_a, bytes_l, round_logits, losses, adj, "gloo")
+    out.failed = dict(sorted(failed.items()))
+    restored = {(i, int(j), int(r)) for i, res in enumerate(results) if res is not None for j, r in res["lost"]}
+    out.lost_links = sorted(set(lost) | restored)
+    out.extra["resumed_from"] = start
+    return out
 
 
 def run_desa(
@@ -801,6 +1068,8 @@ def run_desa(
     progress: Callable[[int], None] | None = None,
     fail: tuple[int, int] | None = None,
     local_anchors: Sequence[AnchorSet] | None = None,
+    on_failure: str = "continue",
+    checkpoint_dir: str | os.PathLike | None = None,
 ) -> DesaResult:
     """Run DeSA on the given clients (Algorithm 1): anchors once, then ``rounds`` rounds of logit exchange.
 
@@ -824,11 +1093,24 @@ def run_desa(
     progress : callable ``round -> None``, optional
         Called after every round.
     fail : (int, int), optional
-        Fault injection for tests of the gloo engine: client ``fail[0]`` exits abruptly at round ``fail[1]``
-        (``-1``: before anchor synthesis). The run then stops with :class:`ClientFailed` naming it.
+        Fault injection for tests of the gloo engine: client ``fail[0]`` kills its own process (SIGKILL) at the
+        start of round ``fail[1]`` (``-1``: before anchor synthesis).
     local_anchors : sequence of AnchorSet, optional
         Each client's local anchors from an earlier run (``DesaResult.local_anchors``): Phase 1 is skipped and
         these are exchanged instead (for ablations that share the anchors).
+    on_failure : {"continue", "stop"}, default "continue"
+        What a multi-process run does when a client process dies or fails after the anchors were exchanged.
+        ``"continue"``: its neighbours find the dead link (gloo reports the closed connection, or the peer
+        stays silent past ``timeout``), drop that peer and distil from the remaining neighbours' logits; the
+        run finishes with the survivors and records the client in ``DesaResult.failed`` and the links in
+        ``DesaResult.lost_links``. ``"stop"``: the run stops with :class:`ClientFailed` naming it. A client
+        lost before the anchors are exchanged always stops the run (the anchors need every client).
+    checkpoint_dir : str or os.PathLike, optional
+        Multi-process only: every client saves its state there after the anchor exchange and after every
+        round (older rounds are dropped once every live client has passed them). Calling again with the same
+        folder, clients, data and settings resumes an interrupted run from the last round every live client
+        saved (clients recorded as failed stay out); on the same seeds the resumed run gives the same anchors,
+        logits and weights as an uninterrupted one.
 
     Returns
     -------
@@ -846,7 +1128,8 @@ def run_desa(
         Fewer than two clients, models without ``embed``/``classify``, a topology that is not connected,
         ``ipc < 1``, classes no client holds, or any other bad setting.
     ClientFailed
-        A client process died or failed (gloo).
+        A client process died or failed (gloo) with ``on_failure="stop"``, before the anchors were exchanged,
+        or every client failed.
     """
     if config is not None and not isinstance(config, DesaConfig):
         raise InputError(f"config must be a DesaConfig, got {type(config).__name__}")
@@ -867,6 +1150,13 @@ def run_desa(
             raise InputError("fail must be (client, round) and needs backend='gloo'")
         check_int(fail[0], "fail client", min_val=0, max_val=n - 1)
         check_int(fail[1], "fail round", min_val=-1)
+    on_failure = check_choice(on_failure, "on_failure", ("continue", "stop"))
+    if checkpoint_dir is not None:
+        if backend != "gloo":
+            raise InputError("checkpoint_dir needs backend='gloo'")
+        if not isinstance(checkpoint_dir, (str, os.PathLike)):
+            raise InputError(f"checkpoint_dir must be a folder path, got {type(checkpoint_dir).__name__}")
+        checkpoint_dir = os.fspath(checkpoint_dir)
     given = None
     if local_anchors is not None:
         if not isinstance(local_anchors, Sequence) or len(local_anchors) != n:
@@ -882,7 +1172,9 @@ def run_desa(
         with single_thread():
             res = _run_inprocess(ms, data, cfg, adj, progress, given)
     else:
-        res = _run_gloo(ms, data, cfg, adj, progress, address, port, float(timeout), fail, given)
+        res = _run_gloo(
+            ms, data, cfg, adj, progress, address, port, float(timeout), fail, given, on_failure, checkpoint_dir
+        )
     res.seconds = time.perf_counter() - t0
     return res
 
