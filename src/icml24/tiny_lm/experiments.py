@@ -18,6 +18,8 @@ import torch
 
 from ..claims import Scale
 from ..errors import DataUnavailable
+from ..runs import artifact_dir, save_figure
+from .baselines import random_init_like, sheared_masks
 from .inherit import count_parameters, inherit
 from .tokenizer import compact_tokenizer, token_coverage, token_frequencies
 from .train import batch_losses, evaluate, greedy_decode_speed, recipe, resample_batches, train_on_batches
@@ -42,13 +44,22 @@ def _check_scale(scale: Scale) -> Scale:
 def parent_model():
     """SmolLM2-135M-Instruct, loaded once per process (never modified: children are copies).
 
+    The weights are read as :func:`icml24.nn.pretrained.load_smollm2` reads them (float32, offline), without
+    building the tokenizer a second time (:func:`parent_tokenizer` has it): parsing the GGUF file for it again
+    would cost several seconds.
+
     Returns
     -------
     transformers.LlamaForCausalLM
     """
-    from ..nn.pretrained import load_smollm2
+    from ..extras import require
+    from ..nn.pretrained import smollm2_path
 
-    model, _ = load_smollm2()
+    require("transformers", "gguf", extra="lm", what="SmolLM2")
+    from transformers import AutoModelForCausalLM
+
+    path = smollm2_path()
+    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32).eval()
     for p in model.parameters():
         p.requires_grad_(False)
     return model
@@ -146,12 +157,10 @@ def streams(vocab_size: int | None, max_chars: int | None) -> tuple[torch.Tensor
     tok = parent_tokenizer() if vocab_size is None else compact(vocab_size, max_chars).tokenizer
     train, val = corpus(max_chars)
 
-    def enc(texts):
-        ids = []
-        for t in texts:
-            for i in range(0, len(t), 200_000):
-                ids.extend(tok(t[i : i + 200_000], add_special_tokens=False)["input_ids"])
-        return torch.tensor(ids, dtype=torch.long)
+    def enc(texts):  # the Rust backend directly: what tok(...) does underneath, without its BatchEncoding
+        chunks = [t[i : i + 200_000] for t in texts for i in range(0, len(t), 200_000)]
+        out = tok.backend_tokenizer.encode_batch(chunks, add_special_tokens=False)
+        return torch.tensor([i for e in out for i in e.ids], dtype=torch.long)
 
     tv = enc(val)
     return enc(train), tv, tv.numel() / sum(len(t.encode("utf-8")) for t in val)
@@ -246,6 +255,38 @@ def _settings(scale: Scale) -> dict:
     )
 
 
+def plot_curves(curves: dict, name: str, title: str, ylabel: str = "training loss (nats per token)") -> None:
+    """Draw training-loss curves into the run directory of ``icml24 verify`` (nothing outside a run).
+
+    Parameters
+    ----------
+    curves : dict of str to (list of float or (int, list of float))
+        Label to the loss of each step, or to ``(first_step, losses)`` for a curve that starts later.
+    name : str
+        File stem of the PNG.
+    title, ylabel : str
+    """
+    if artifact_dir() is None:
+        return
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.4, 4.0))
+    ax = fig.subplots()
+    values = []
+    for label, c in curves.items():
+        start, ys = c if isinstance(c, tuple) else (0, c)
+        ax.plot(range(start + 1, start + len(ys) + 1), ys, label=label, lw=1.2)
+        values.extend(ys)
+    if values:  # a spike in the first steps of one arm must not flatten the others: cut the top 3 %
+        lo, hi = float(min(values)), float(torch.tensor(values).quantile(0.97))
+        ax.set_ylim(lo - 0.05 * (hi - lo), hi + 0.1 * (hi - lo) + 1e-6)
+    ax.set_xlabel("optimiser step")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    save_figure(fig, name)
+
+
 # -------------------------------------------------------------------------------------- compact tokenizer
 SCRATCH_STEPS = {"smoke": 32, "quick": 60}
 
@@ -274,20 +315,29 @@ def run_compact_tokenizer(scale: Scale, seed: int) -> dict[str, float]:
         "vocab_fraction": COVER_VOCAB / len(parent_tokenizer()),
         "coverage_train": cover.coverage,
         "coverage_val": token_coverage(cover, parent_counts(None, "val")),
-        "mid_vocab_coverage_val": token_coverage(compact(MID_VOCAB, None), parent_counts(None, "val")),
+        # the models' 4,096-piece vocabulary as this scale counts it (whole corpus at quick)
+        "mid_vocab_coverage_val": token_coverage(compact(MID_VOCAB, mc), parent_counts(None, "val")),
     }
     arms = {"full": (None, 32, 1), "compact": (MID_VOCAB, 168, 4)}
+    curves = {}
     for name, (v, width, heads) in arms.items():
         train, val, tpb = streams(v, mc)
         vocab = len(parent_tokenizer()) if v is None else v
         model = scratch_llama(vocab, layers=2, hidden=width, heads=heads, seed=seed)
         batches = random_batches(train, steps, s["batch"], s["seq"], seed)
-        train_on_batches(model, batches, recipe(steps, lr=3e-3, batch_size=s["batch"]))
+        res = train_on_batches(model, batches, recipe(steps, lr=3e-3, batch_size=s["batch"]))
+        curves[f"{name} ({vocab:,} pieces, width {width})"] = [x * tpb / math.log(2) for x in res.losses]
         nats = evaluate(model, val_blocks(val, s["n_val"], s["seq"]))
         out[f"{name}_params"] = float(count_parameters(model))
         out[f"{name}_tokens_per_byte"] = tpb
         out[f"{name}_val_bpb"] = nats * tpb / math.log(2)
     out["param_ratio"] = out["compact_params"] / out["full_params"]
+    plot_curves(
+        curves,
+        f"tiny_lm-compact-tokenizer-curves-{scale.value}-seed{seed}",
+        f"compact vs full vocabulary at equal parameters ({scale.value}, seed {seed})",
+        "training loss x validation tokens per byte / ln 2 (about bits per byte)",
+    )
     return out
 
 
@@ -314,6 +364,7 @@ def derive_child(scale: Scale, seed: int, layers: str = "first_last", criterion:
     seed : int
     layers : str
     criterion : str
+        A width criterion of :func:`~icml24.tiny_lm.inherit`, or ``"sheared"`` for the Sheared-LLaMA peer.
 
     Returns
     -------
@@ -329,23 +380,54 @@ def _derived(scale: Scale, seed: int, layers: str, criterion: str):
     mc = _max_chars(scale)
     s = _settings(scale)
     _, probe, _ = _inheritance_data(scale, seed)
+    scores = None
+    if criterion == "sheared":  # the peer: Sheared-LLaMA masks on the same trunk, as many steps as ours
+        d = parent_model().config
+        trunk = inherit(
+            parent_model(),
+            num_layers=CHILD["num_layers"],
+            hidden_size=d.hidden_size,
+            num_heads=d.num_attention_heads,
+            intermediate_size=d.intermediate_size,
+            layers=layers,
+            vocab=compact(MID_VOCAB, mc),
+            seed=seed,
+        )
+        scores = sheared_masks(
+            trunk,
+            probe,
+            hidden_size=CHILD["hidden_size"],
+            num_heads=CHILD["num_heads"],
+            intermediate_size=CHILD["intermediate_size"],
+            steps=s["mask_steps"],
+            seed=seed,
+        )
     return inherit(
         parent_model(),
         **CHILD,
         layers=layers,
-        criterion=criterion,
+        criterion="l2" if scores is not None else criterion,
         vocab=compact(MID_VOCAB, mc),
         batches=probe,
+        scores=scores,
         mask_steps=s["mask_steps"],
         seed=seed,
     )
 
 
+# The paper's ordering of the width criteria (worst first): random 42.06 < L1 46.06 < L2 47.00 < Taylor 47.90 <
+# learnable 48.08 average accuracy.
+PAPER_WIDTH_ORDER = ("random", "l1", "l2", "taylor", "mask")
+
+
 def run_inheritance(scale: Scale, seed: int) -> dict[str, float]:
     """Validation loss after equal steps of the same child (4 layers, width 128, 2 heads, FFN 384, 4,096
     pieces) initialised at random or inherited from SmolLM2: first/last + intermittent layers or the middle
-    layers, widths by Taylor importance; at quick scale also widths by L2, L1 and the learnable mask.
-    Measured once per (scale, seed) and shared by the claims that read it.
+    layers, widths by Taylor importance; at quick scale also widths by L2, L1, the learnable mask, random
+    scores, and the Sheared-LLaMA peer's hard-concrete masks (:func:`~icml24.tiny_lm.sheared_masks`), all on
+    first/last layers, with the Kendall rank correlation of the measured order of random / L1 / L2 / Taylor /
+    mask against the paper's (reported, not judged). Measured once per (scale, seed) and shared by the claims
+    that read it; the training-loss curves of every arm are drawn.
 
     Parameters
     ----------
@@ -356,17 +438,44 @@ def run_inheritance(scale: Scale, seed: int) -> dict[str, float]:
     -------
     dict of str to float
     """
-    return dict(_inheritance_metrics(_check_scale(scale), seed))
+    scale = _check_scale(scale)
+    out, curves = _inheritance_metrics(scale, seed)
+    plot_curves(
+        dict(curves),
+        f"tiny_lm-inheritance-curves-{scale.value}-seed{seed}",
+        f"child 4x128 of SmolLM2: inherited vs random init ({scale.value}, seed {seed})",
+    )
+    return dict(out)
+
+
+def kendall_tau(a, b) -> float:
+    """Kendall's rank correlation (tau-a) of two equally long score sequences.
+
+    Parameters
+    ----------
+    a, b : sequence of float
+
+    Returns
+    -------
+    float
+        In [-1, 1]: 1 when both order the items alike, -1 when reversed.
+    """
+    n = len(a)
+    s = sum(
+        (1 if (a[i] - a[j]) * (b[i] - b[j]) > 0 else -1 if (a[i] - a[j]) * (b[i] - b[j]) < 0 else 0)
+        for i in range(n)
+        for j in range(i + 1, n)
+    )
+    return s / (n * (n - 1) / 2)
 
 
 @functools.lru_cache(maxsize=4)
-def _inheritance_metrics(scale: Scale, seed: int) -> dict[str, float]:
-    from .baselines import random_init_like
-
+def _inheritance_metrics(scale: Scale, seed: int) -> tuple[dict[str, float], dict[str, list[float]]]:
     s = _settings(scale)
     batches, _, val = _inheritance_data(scale, seed)
     cfg = recipe(s["steps"], lr=3e-3, batch_size=s["batch"])
     out: dict[str, float] = {}
+    curves: dict[str, list[float]] = {}
     arms = {
         "random_init": None,
         "first_last_taylor": ("first_last", "taylor"),
@@ -377,6 +486,8 @@ def _inheritance_metrics(scale: Scale, seed: int) -> dict[str, float]:
             first_last_l2=("first_last", "l2"),
             first_last_l1=("first_last", "l1"),
             first_last_mask=("first_last", "mask"),
+            first_last_random=("first_last", "random"),
+            first_last_sheared=("first_last", "sheared"),
         )
     for name, arm in arms.items():
         if arm is None:
@@ -385,13 +496,18 @@ def _inheritance_metrics(scale: Scale, seed: int) -> dict[str, float]:
             model = derive_child(scale, seed, *arm)
         out[f"{name}_init_loss"] = evaluate(model, val)
         res = train_on_batches(model, batches, cfg)
+        curves[name] = res.losses
         out[f"{name}_val_loss"] = evaluate(model, val)
         if name == "first_last_taylor":
             out["child_params"] = float(count_parameters(model))
             out["train_tokens_per_second"] = res.tokens_per_second
     out["inherit_gain"] = out["random_init_val_loss"] - out["first_last_taylor_val_loss"]
     out["layer_gain"] = out["middle_taylor_val_loss"] - out["first_last_taylor_val_loss"]
-    return out
+    if scale is not Scale.SMOKE:
+        measured = [-out[f"first_last_{c}_val_loss"] for c in PAPER_WIDTH_ORDER]
+        out["width_order_tau"] = kendall_tau(measured, list(range(len(PAPER_WIDTH_ORDER))))
+        out["sheared_minus_mask_val_loss"] = out["first_last_sheared_val_loss"] - out["first_last_mask_val_loss"]
+    return out, curves
 
 
 # --------------------------------------------------------------------------------------- multiple rounds
@@ -418,7 +534,9 @@ def run_multiple_rounds(scale: Scale, seed: int) -> dict[str, float]:
     batches = ordered_batches(train, n, s["batch"], s["seq"])
     vb = val_blocks(val, s["n_val"], s["seq"])
     model = scratch_llama(MID_VOCAB, layers=2, hidden=128, heads=4, seed=seed)
-    train_on_batches(model, batches, recipe(n, lr=3e-3, batch_size=s["batch"]))
+    curves: dict = {
+        "round 1 (corpus order)": train_on_batches(model, batches, recipe(n, lr=3e-3, batch_size=s["batch"])).losses
+    }
     early = batches[: n // 4]
     losses = batch_losses(model, batches)
     out = {"round1_val_loss": evaluate(model, vb), "round1_early_loss": float(batch_losses(model, early).mean())}
@@ -431,7 +549,8 @@ def run_multiple_rounds(scale: Scale, seed: int) -> dict[str, float]:
         if arm == "loss":
             out["early_batches_drawn_share"] = float((idx < n // 4).float().mean())
         m = copy.deepcopy(model)
-        train_on_batches(m, batches[idx], recipe(len(idx), lr=1e-3, batch_size=s["batch"]))
+        res = train_on_batches(m, batches[idx], recipe(len(idx), lr=1e-3, batch_size=s["batch"]))
+        curves[f"round 2: {arm} ({len(idx)} batches)"] = (n, res.losses)
         out[f"{arm}_val_loss"] = evaluate(m, vb)
         out[f"{arm}_early_loss"] = float(batch_losses(m, early).mean())
         out[f"{arm}_steps"] = float(len(idx))
@@ -440,6 +559,11 @@ def run_multiple_rounds(scale: Scale, seed: int) -> dict[str, float]:
     out["loss_gain"] = out["round1_val_loss"] - out["loss_val_loss"]
     out["uniform_gain"] = out["round1_val_loss"] - out["uniform_val_loss"]
     out["loss_recovered"] = out["loss_gain"] / full_gain if full_gain > 0 else float("nan")
+    plot_curves(
+        curves,
+        f"tiny_lm-multiple-rounds-curves-{scale.value}-seed{seed}",
+        f"second round: full epoch, loss-weighted 50 %, uniform 50 % ({scale.value}, seed {seed})",
+    )
     return out
 
 
@@ -468,9 +592,11 @@ def run_depth(scale: Scale, seed: int) -> dict[str, float]:
     batches = random_batches(train, steps, s["batch"], s["seq"], seed)
     vb = val_blocks(val, s["n_val"], s["seq"])
     out: dict[str, float] = {}
+    curves = {}
     for name, (layers, width, heads) in DEPTH_ARMS.items():
         model = scratch_llama(MID_VOCAB, layers=layers, hidden=width, heads=heads, seed=seed)
         res = train_on_batches(model, batches, recipe(steps, lr=3e-3, batch_size=s["batch"]))
+        curves[f"{name}: {layers} layers x width {width}"] = res.losses
         out[f"{name}_val_loss"] = evaluate(model, vb)
         out[f"{name}_params"] = float(count_parameters(model))
         out[f"{name}_train_tokens_per_second"] = res.tokens_per_second
@@ -478,4 +604,9 @@ def run_depth(scale: Scale, seed: int) -> dict[str, float]:
         out[f"{name}_decode_tokens_per_second"] = sorted(speeds)[1]
     out["param_ratio"] = out["deep_params"] / out["shallow_params"]
     out["decode_slowdown"] = out["shallow_decode_tokens_per_second"] / out["deep_decode_tokens_per_second"]
+    plot_curves(
+        curves,
+        f"tiny_lm-depth-curves-{scale.value}-seed{seed}",
+        f"deep-narrow vs shallow-wide at equal parameters ({scale.value}, seed {seed})",
+    )
     return out
