@@ -6,8 +6,9 @@ import torch
 from torch import nn
 
 import icml24.deep_align as da
-from icml24.data import digits
+from icml24.data import Split, digits
 from icml24.deep_align import (
+    CNNSpec,
     DeepAlign,
     DeepAlignNet,
     EncoderConfig,
@@ -23,6 +24,7 @@ from icml24.deep_align import (
     permute,
     sinkhorn_rebasin,
     to_sequential,
+    train_cnn_zoo,
     train_zoo,
     weight_matching,
     wm_objective,
@@ -67,6 +69,26 @@ SMALL = (64, 4, 4, 10)
 ZNETS = [mlp(*SMALL, seed=s) for s in range(4)]
 ZOO = Zoo.from_networks(ZNETS, SPLIT, val=1, test=1)
 NOTPERM = [torch.tensor([0, 0, 1, 2, 3]), torch.arange(4)]
+
+
+def cnn(seed=0, c=4, norm=False, groups=1, end=True):
+    torch.manual_seed(seed)
+    layers = [nn.Conv2d(1, c, 3, padding=1), nn.ReLU()]
+    layers += [nn.BatchNorm2d(c)] if norm else []
+    layers += [nn.Conv2d(c, 4, 3, padding=1, groups=groups), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten()]
+    return nn.Sequential(*layers, *([nn.Linear(4, 3)] if end else [])).eval()
+
+
+CA, CB, C5 = cnn(0), cnn(1), cnn(2, c=5)
+CB64 = cnn(1).double()
+CNAN = cnn(3)
+with torch.no_grad():
+    CNAN[2].weight[0, 0, 1, 1] = NAN
+CBN, CGROUPS, CNOEND = cnn(4, norm=True), cnn(5, groups=2), cnn(6, end=False)
+CALIGNER = DeepAlign(CA, hidden=4, output_features=4)
+CX, CY = torch.rand(6, 1, 6, 6), torch.randint(3, (6,))
+CDATA = Split(torch.rand(8, 1, 6, 6), torch.randint(3, (8,)), torch.rand(4, 1, 6, 6), torch.randint(3, (4,)))
+CSPEC = CNNSpec(channels=(1, 2), classes=3)
 
 CASES = [
     # ------------------------------------------------------------------ DeepAlign
@@ -262,6 +284,56 @@ CASES = [
         kind="nan",
     ),
     bad("as_batch", "nets", lambda: as_batch(None, "nets"), kind="none"),
+    # ------------------------------------------------------------------ convolutional networks
+    bad("DeepAlign", "widths", lambda: DeepAlign(CNAN), CNAN, kind="cnn-nan"),
+    bad("DeepAlign", "widths", lambda: DeepAlign(CBN), CBN, kind="cnn-unsupported-layer"),
+    bad("DeepAlign", "widths", lambda: DeepAlign(CGROUPS), CGROUPS, kind="cnn-groups"),
+    bad("DeepAlign", "widths", lambda: DeepAlign(CNOEND), CNOEND, kind="cnn-no-linear"),
+    bad("DeepAlign", "features", lambda: DeepAlign((1, 4, 3), features=(9,)), kind="size"),
+    bad("DeepAlign", "features", lambda: DeepAlign((1, 4, 3), features=(9, 0)), kind="range"),
+    bad("DeepAlign", "features", lambda: DeepAlign(CA, features=(9, 9, 1)), CA, kind="conflict"),
+    bad("DeepAlign.align", "b", lambda: CALIGNER.align(CA, CNAN), CA, CNAN, CALIGNER, kind="cnn-nan"),
+    bad("DeepAlign.align", "b", lambda: CALIGNER.align(CA, CB64), CA, CB64, CALIGNER, kind="cnn-dtype"),
+    bad("DeepAlign.align", "b", lambda: CALIGNER.align(CA, C5), CA, C5, CALIGNER, kind="cnn-shape"),
+    bad("DeepAlign.align", "a", lambda: CALIGNER.align(A, CB), A, CB, CALIGNER, kind="mlp-for-cnn"),
+    bad("DeepAlign.align", "a", lambda: ALIGNER.align(CA, CB), CA, CB, ALIGNER, kind="cnn-for-mlp"),
+    bad("DeepAlign.align", "b", lambda: CALIGNER.align(CA, CBN), CA, CBN, CALIGNER, kind="cnn-unsupported-layer"),
+    bad("DeepAlign.fit", "recon", lambda: CALIGNER.fit([CA, CB], CX, CY, steps=1), CA, CB, CALIGNER, kind="cnn-lmc"),
+    bad(
+        "DeepAlign.fit",
+        "x",
+        lambda: CALIGNER.fit([CA, CB], CX[:, 0], CY, steps=1, recon="l2"),
+        CA,
+        CB,
+        CALIGNER,
+        kind="cnn-shape",
+    ),
+    bad("weight_matching", "b", lambda: weight_matching(CA, CNAN), CA, CNAN, kind="cnn-nan"),
+    bad("weight_matching", "b", lambda: weight_matching(CA, CB64), CA, CB64, kind="cnn-dtype"),
+    bad("weight_matching", "a", lambda: weight_matching(CBN, CB), CBN, CB, kind="cnn-unsupported-layer"),
+    bad("weight_matching", "b", lambda: weight_matching(CA, C5), CA, C5, kind="cnn-shape"),
+    bad("weight_matching", "b", lambda: weight_matching(A, CB), A, CB, kind="mlp-vs-cnn"),
+    bad("activation_matching", "a", lambda: activation_matching(CA, CB, X), CA, CB, kind="cnn"),
+    bad("sinkhorn_rebasin", "a", lambda: sinkhorn_rebasin(CA, CB, X, Y), CA, CB, kind="cnn"),
+    bad("permute", "perms", lambda: permute(CA, [torch.arange(4)]), CA, kind="cnn-size"),
+    bad("permute", "net", lambda: permute(CGROUPS, [torch.arange(4)] * 2), CGROUPS, kind="cnn-groups"),
+    bad("merge", "b", lambda: merge(CA, CB64), CA, CB64, kind="cnn-dtype"),
+    bad("merge", "b", lambda: merge(CA, CNAN), CA, CNAN, kind="cnn-nan"),
+    bad("interpolation", "x", lambda: interpolation(CA, CB, X, Y), CA, CB, kind="cnn-shape"),
+    bad("interpolation", "b", lambda: interpolation(CA, C5, CX, CY), CA, C5, kind="cnn-shape"),
+    bad("CNNSpec", "channels", lambda: CNNSpec(channels=(1,)), kind="size"),
+    bad("CNNSpec", "channels", lambda: CNNSpec(channels=(1, 0)), kind="range"),
+    bad("CNNSpec", "channels", lambda: CNNSpec(channels="18"), kind="type"),
+    bad("CNNSpec", "kernel", lambda: CNNSpec(kernel=0), kind="range"),
+    bad("CNNSpec", "padding", lambda: CNNSpec(padding=-1), kind="range"),
+    bad("CNNSpec", "classes", lambda: CNNSpec(classes=None), kind="none"),
+    bad("train_cnn_zoo", "n", lambda: train_cnn_zoo(0, spec=CSPEC, data=CDATA), CDATA, kind="range"),
+    bad("train_cnn_zoo", "lr", lambda: train_cnn_zoo(2, spec=CSPEC, data=CDATA, lr=NAN), CDATA, kind="nan"),
+    bad("train_cnn_zoo", "spec", lambda: train_cnn_zoo(2, spec=(1, 2), data=CDATA), CDATA, kind="type"),
+    bad("train_cnn_zoo", "data", lambda: train_cnn_zoo(2, spec=CSPEC, data=SPLIT), kind="shape"),
+    bad("train_cnn_zoo", "data", lambda: train_cnn_zoo(2, spec=CNNSpec(classes=2), data=CDATA), CDATA, kind="range"),
+    bad("train_cnn_zoo", "data", lambda: train_cnn_zoo(2, spec=CSPEC, data="fashion"), kind="type"),
+    bad("train_cnn_zoo", "steps", lambda: train_cnn_zoo(2, spec=CSPEC, data=CDATA, steps=-1), CDATA, kind="range"),
 ]
 
 

@@ -14,6 +14,8 @@ Public API
 ``merge(a, b, alpha, perms)``  ``alpha * a + (1 - alpha) * permute(b, perms)``
 ``interpolation(a, b, x, y)``  the loss along the linear path, its barrier and AUC
 ``train_zoo`` / ``Zoo``  a model zoo (small MLPs on digits from different seeds, ``icml24.data.zoo``) as weights
+``train_cnn_zoo`` / ``CNNSpec``  a zoo of small CNNs on Fashion-MNIST (the paper's CNN setting; CIFAR-10 is not
+                         available offline); every function above also takes CNNs (channels are permuted)
 ``weight_matching``, ``activation_matching``, ``sinkhorn_rebasin``  the baselines (``baselines.py``)
 """
 
@@ -29,6 +31,7 @@ from ..errors import InputError
 from ..validation import check_int, check_tensor
 from .align import DeepAlign, as_batch, merge, permute
 from .baselines import MatchResult, activation_matching, sinkhorn_rebasin, weight_matching, wm_objective
+from .cnn import CNNSpec, train_cnn_zoo
 from .encoder import DeepAlignNet, EncoderConfig
 from .training import History, TrainConfig
 from .weights import (
@@ -65,9 +68,12 @@ def interpolation(
     a, b : nn.Module or WeightBatch
         Two MLPs of one architecture and dtype (see :func:`~icml24.deep_align.weights.mlp_linears`: any
         elementwise activation, a leading Flatten, bias-free layers), or two WeightBatches of one network each
-        (evaluated as ReLU MLPs). Modules are evaluated as themselves, in evaluation mode, on copies.
+        (evaluated as ReLU MLPs), or two CNNs (``nn.Module``, see
+        :func:`~icml24.deep_align.weights.network_layers`). Modules are evaluated as themselves, in evaluation
+        mode, on copies.
     x : torch.Tensor
-        Inputs ``(N, ...)`` that the networks take (``(N, d_0)``, or e.g. images for a Flatten-first MLP).
+        Inputs ``(N, ...)`` that the networks take (``(N, d_0)``, or e.g. images for a Flatten-first MLP or
+        ``(N, channels, H, W)`` for a CNN).
     y : torch.Tensor
         Class indices ``(N,)``.
     perms : list of torch.Tensor, optional
@@ -86,6 +92,10 @@ def interpolation(
     wa, wb = as_batch(a, "a"), as_batch(b, "b", None)
     if wa.widths != wb.widths:
         raise InputError(f"b has widths {wb.widths} but a has {wa.widths}", "interpolate networks of one architecture")
+    if (wa.convolutional, wa.features) != (wb.convolutional, wb.features):
+        raise InputError(
+            f"b has kernel features {wb.features} but a has {wa.features}", "interpolate networks of one architecture"
+        )
     if wa.size != 1 or wb.size != 1:
         raise InputError("a and b must be one network each")
     if modules:
@@ -94,7 +104,12 @@ def interpolation(
         raise InputError("a and b must both be nn.Modules or both WeightBatches")
     n_alphas = check_int(n_alphas, "n_alphas", min_val=2)
     x = check_tensor(x, "x")
-    if x.dim() < 2 or x[0].numel() != wa.widths[0]:
+    if wa.convolutional:
+        if not modules:
+            raise InputError("a and b are WeightBatches of CNNs", "give the CNNs as nn.Modules")
+        if x.dim() != 4 or x.shape[1] != wa.widths[0]:
+            raise InputError(f"x must be (N, {wa.widths[0]}, H, W) images for these CNNs, got shape {tuple(x.shape)}")
+    elif x.dim() < 2 or x[0].numel() != wa.widths[0]:
         raise InputError(f"x must be (N, {wa.widths[0]}) inputs (or (N, ...) of {wa.widths[0]} values each)")
     y = check_tensor(y, "y", shape=(len(x),), dtype="integer")
     if int(y.min()) < 0 or int(y.max()) >= wa.widths[-1]:
@@ -128,6 +143,8 @@ __all__ = [
     "interpolation",
     "train_zoo",
     "Zoo",
+    "CNNSpec",
+    "train_cnn_zoo",
     "weight_matching",
     "activation_matching",
     "sinkhorn_rebasin",

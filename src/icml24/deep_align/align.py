@@ -26,7 +26,7 @@ from .training import History, TrainConfig, fit
 from .weights import (
     WeightBatch,
     Zoo,
-    check_mlp,
+    architecture,
     check_same_dtype,
     check_weight_batch,
     from_sequential,
@@ -38,13 +38,16 @@ from .weights import (
 NetLike = nn.Sequential | WeightBatch | Iterable[nn.Sequential]
 
 
-def as_batch(nets: NetLike, name: str, widths: Sequence[int] | None = None) -> WeightBatch:
+def as_batch(
+    nets: NetLike, name: str, widths: Sequence[int] | None = None, features: Sequence[int] | None = None
+) -> WeightBatch:
     """Networks given as an ``nn.Module`` MLP, a list of them, a :class:`WeightBatch` or a ``Zoo``, as a
     :class:`WeightBatch` (float32).
 
     An MLP is any module whose Linear layers chain, with elementwise activations between them (ReLU, GELU,
     Tanh, ...), optionally a leading Flatten and ``bias=False`` layers
-    (:func:`~icml24.deep_align.weights.mlp_linears`).
+    (:func:`~icml24.deep_align.weights.mlp_linears`); a CNN is a stack of Conv2d layers followed by Linear
+    layers (:func:`~icml24.deep_align.weights.network_layers`).
 
     Parameters
     ----------
@@ -54,6 +57,8 @@ def as_batch(nets: NetLike, name: str, widths: Sequence[int] | None = None) -> W
         The argument's name in error messages.
     widths : sequence of int, optional
         The architecture the networks must have.
+    features : sequence of int, optional
+        With ``widths``: the kernel features the networks must have (CNNs; None: MLPs).
 
     Returns
     -------
@@ -82,6 +87,12 @@ def as_batch(nets: NetLike, name: str, widths: Sequence[int] | None = None) -> W
             f"{name} has widths {wb.widths}, but this aligner was built for {tuple(widths)}",
             "Deep-Align needs one model per architecture",
         )
+    if widths is not None and (wb.features if wb.convolutional else None) != (
+        None if features is None else tuple(features)
+    ):
+        theirs = f"a CNN of kernel features {wb.features}" if wb.convolutional else "an MLP"
+        mine = "MLPs" if features is None else f"CNNs of kernel features {tuple(features)}"
+        raise InputError(f"{name} is {theirs}, but this aligner was built for {mine}", "one model per architecture")
     return wb
 
 
@@ -90,22 +101,34 @@ class DeepAlign:
     (:class:`~icml24.deep_align.encoder.DeepAlignNet`) trained without labels on a zoo of networks; alignment is
     one forward pass and a Hungarian assignment per hidden layer.
 
+    Convolutional networks (the paper's CNN setting) are aligned over their channels: give a CNN as ``widths``
+    (or its channels and ``features``); the kernel entries of every channel pair are the features of the
+    encoder's input (see :mod:`icml24.deep_align.weights`).
+
     Parameters
     ----------
     widths : sequence of int or nn.Module
-        The MLP architecture ``(d_0, ..., d_M)`` to align (or a network of it: any MLP accepted by
-        :func:`~icml24.deep_align.weights.mlp_linears`). One model per architecture.
+        The MLP architecture ``(d_0, ..., d_M)`` to align, or a network of it: any MLP accepted by
+        :func:`~icml24.deep_align.weights.mlp_linears` or CNN accepted by
+        :func:`~icml24.deep_align.weights.network_layers`. One model per architecture.
     seed : int
         Seed of the encoder's initialisation.
+    features : sequence of int, optional
+        With integer ``widths`` (a CNN's channels): the kernel features of each layer
+        (:attr:`~icml24.deep_align.weights.WeightBatch.features`); None aligns MLPs.
     **encoder : see :class:`~icml24.deep_align.encoder.EncoderConfig`
         ``hidden`` (official 64), ``n_hidden`` (4), ``output_features`` (128), ``set_layer`` ("sab"),
         ``num_heads`` (8), ``reduction`` ("max"), ``bn`` (True), ``input_dim_downsample`` (8), ``dropout`` (0),
         ``init_scale`` (1.0).
     """
 
-    def __init__(self, widths: Sequence[int] | nn.Sequential, *, seed: int = 0, **encoder) -> None:
+    def __init__(
+        self, widths: Sequence[int] | nn.Module, *, seed: int = 0, features: Sequence[int] | None = None, **encoder
+    ) -> None:
         if isinstance(widths, nn.Module):
-            widths = check_mlp(widths, "widths")
+            if features is not None:
+                raise InputError("features must be None when widths is a network", "they are read from it")
+            widths, features = architecture(widths, "widths")
         seed = check_seed(seed)
         names = {f.name for f in fields(EncoderConfig)}
         unknown = sorted(set(encoder) - names)
@@ -116,7 +139,7 @@ class DeepAlign:
         except (TypeError, ValueError):
             raise InputError(f"widths must be a sequence of integers or an nn.Sequential, got {widths!r}") from None
         self.seed = seed
-        self.net = DeepAlignNet(widths, EncoderConfig(**encoder), seed=seed)
+        self.net = DeepAlignNet(widths, EncoderConfig(**encoder), seed=seed, features=features)
         self.net.eval()
         self.history: History | None = None
 
@@ -124,6 +147,11 @@ class DeepAlign:
     def widths(self) -> tuple[int, ...]:
         """The architecture ``(d_0, ..., d_M)`` this aligner aligns."""
         return self.net.widths
+
+    @property
+    def features(self) -> tuple[int, ...] | None:
+        """The kernel features of each layer of the CNNs this aligner aligns (None: MLPs)."""
+        return self.net.features
 
     @property
     def config(self) -> EncoderConfig:
@@ -153,7 +181,9 @@ class DeepAlign:
         x, y : torch.Tensor
             Inputs ``(N, d_0)`` and int64 labels ``(N,)`` of the networks' task; they feed the interpolation
             (LMC) part of the reconstruction loss, which evaluates the networks as ReLU MLPs (for a zoo with
-            another activation, train with ``recon="l2"``; the alignment itself does not depend on it).
+            another activation, train with ``recon="l2"``; the alignment itself does not depend on it). For CNNs:
+            images ``(N, channels, H, W)``, and ``recon`` must be ``"l2"`` (deviation: the official code has CNN
+            losses, ``deepalign.losses.cnn_losses``, with the interpolation term; ours evaluates MLPs only).
         val : nn.Sequential list, WeightBatch or Zoo, optional
             Validation networks: every ``eval_every`` steps their reconstruction loss is measured and the best
             state is kept (the official model selection).
@@ -177,11 +207,17 @@ class DeepAlign:
         if unknown:
             raise InputError(f"unknown training options {unknown}", f"choose from {sorted(names)}")
         cfg = config or TrainConfig(**train)
-        tr = as_batch(nets, "nets", self.widths)
-        vb = as_batch(val, "val", self.widths) if val is not None else None
-        x, y = _check_data(x, y, self.widths, "x", "y")
+        if self.features is not None and cfg.recon != "l2":
+            raise InputError(
+                f"recon is {cfg.recon!r}: the interpolation (LMC) loss evaluates ReLU MLPs",
+                "train an aligner of convolutional networks with recon='l2' (the supervised and weight losses)",
+            )
+        tr = as_batch(nets, "nets", self.widths, self.features)
+        vb = as_batch(val, "val", self.widths, self.features) if val is not None else None
+        conv = self.features is not None
+        x, y = _check_data(x, y, self.widths, "x", "y", conv)
         if x_val is not None or y_val is not None:
-            x_val, y_val = _check_data(x_val, y_val, self.widths, "x_val", "y_val")
+            x_val, y_val = _check_data(x_val, y_val, self.widths, "x_val", "y_val", conv)
         self.history = fit(self.net, tr, x, y, cfg, val=vb, x_val=x_val, y_val=y_val, seed=seed)
         return self.history
 
@@ -201,7 +237,7 @@ class DeepAlign:
             Per hidden layer ``l`` a ``(B, d_l, d_l)`` tensor: entry ``[i, r, c]`` scores neuron ``r`` of ``a_i``
             against neuron ``c`` of ``b_i`` (paper Eq. 6, ``S = F(a) F(b)^T``).
         """
-        wa, wb = as_batch(a, "a", self.widths), as_batch(b, "b", self.widths)
+        wa, wb = as_batch(a, "a", self.widths, self.features), as_batch(b, "b", self.widths, self.features)
         if isinstance(a, nn.Module) and isinstance(b, nn.Module):
             check_same_dtype(a, b)
         if wa.size != wb.size:
@@ -269,6 +305,7 @@ class DeepAlign:
         torch.save(
             {
                 "widths": list(self.widths),
+                "features": None if self.features is None else list(self.features),
                 "encoder": asdict(self.config),
                 "seed": self.seed,
                 "state_dict": self.net.state_dict(),
@@ -296,7 +333,7 @@ class DeepAlign:
         """
         try:
             blob = torch.load(path, map_location="cpu", weights_only=True)
-            obj = cls(blob["widths"], seed=int(blob["seed"]), **blob["encoder"])
+            obj = cls(blob["widths"], seed=int(blob["seed"]), features=blob.get("features"), **blob["encoder"])
             obj.net.load_state_dict(blob["state_dict"])
         except (OSError, KeyError, RuntimeError, TypeError, ValueError, pickle.UnpicklingError) as exc:
             raise InputError(
@@ -314,8 +351,8 @@ def _one(x: NetLike, name: str) -> NetLike:
     return x
 
 
-def _check_data(x, y, widths, xn: str, yn: str) -> tuple[torch.Tensor, torch.Tensor]:
-    x = check_tensor(x, xn, shape=(None, widths[0]))
+def _check_data(x, y, widths, xn: str, yn: str, conv: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    x = check_tensor(x, xn, shape=(None, widths[0], None, None) if conv else (None, widths[0]))
     y = check_tensor(y, yn, dtype="integer", shape=(x.shape[0],))
     if y.dtype != torch.int64:
         raise InputError(f"{yn} must be a ({x.shape[0]},) int64 tensor of labels, got dtype {y.dtype}")
@@ -332,7 +369,8 @@ def permute(net: nn.Module, perms: Sequence[torch.Tensor]) -> nn.Module:
     ----------
     net : nn.Module
         An MLP: Linear layers with elementwise activations between them, optionally a leading Flatten and
-        ``bias=False`` layers (see :func:`~icml24.deep_align.weights.mlp_linears`).
+        ``bias=False`` layers (see :func:`~icml24.deep_align.weights.mlp_linears`); or a CNN of Conv2d then
+        Linear layers, whose channels are permuted (see :func:`~icml24.deep_align.weights.network_layers`).
     perms : list of torch.Tensor
         Per hidden layer ``l`` an index tensor: neuron ``i`` of the result is old neuron ``perms[l][i]``.
 
@@ -350,7 +388,7 @@ def merge(a: nn.Module, b: nn.Module, alpha: float = 0.5, perms: Sequence[torch.
     Parameters
     ----------
     a, b : nn.Module
-        Two MLPs of one architecture and dtype (see :func:`permute`).
+        Two MLPs or CNNs of one architecture and dtype (see :func:`permute`).
     alpha : float, default 0.5
         The weight of ``a``.
     perms : list of torch.Tensor, optional

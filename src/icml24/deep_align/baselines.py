@@ -39,7 +39,7 @@ def _single(net, name: str) -> WeightBatch:
         return from_sequential(net, name)
     if not isinstance(net, WeightBatch):
         raise InputError(
-            f"{name} must be an nn.Module MLP or a WeightBatch of one network, got {type(net).__name__}",
+            f"{name} must be an nn.Module MLP or CNN, or a WeightBatch of one network, got {type(net).__name__}",
             "e.g. nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))",
         )
     if net.size != 1:
@@ -74,7 +74,26 @@ def _shape(x) -> str:
 
 
 def _numpy_layers(wb: WeightBatch) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """float64 layers ``(d_in, d_out)``, or ``(d_in, d_out, F)`` for a CNN (kernel entries last)."""
     return ([w[0].detach().double().numpy() for w in wb.weights], [b[0].detach().double().numpy() for b in wb.biases])
+
+
+def _mlp_only(a: WeightBatch, what: str) -> None:
+    if a.convolutional:
+        raise InputError(
+            f"a is a convolutional network: {what} evaluates MLPs here",
+            "use weight_matching, which aligns the channels of CNNs",
+        )
+
+
+def _cost_in(wa: np.ndarray, wb: np.ndarray) -> np.ndarray:
+    """``sum_{i,f} wa[i, o, f] wb[i, p, f]``: how alike output neuron (channel) ``o`` of a and ``p`` of b are."""
+    return wa.T @ wb if wa.ndim == 2 else np.einsum("iof,ipf->op", wa, wb)
+
+
+def _cost_out(wa: np.ndarray, wb: np.ndarray) -> np.ndarray:
+    """``sum_{j,f} wa[o, j, f] wb[p, j, f]``: how alike input neuron (channel) ``o`` of a and ``p`` of b are."""
+    return wa @ wb.T if wa.ndim == 2 else np.einsum("ojf,pjf->op", wa, wb)
 
 
 def wm_objective(a: WeightBatch, b: WeightBatch, perms: Sequence[torch.Tensor] | None = None) -> float:
@@ -83,8 +102,8 @@ def wm_objective(a: WeightBatch, b: WeightBatch, perms: Sequence[torch.Tensor] |
     Parameters
     ----------
     a, b : nn.Module or WeightBatch
-        One network each (an MLP, see :func:`~icml24.deep_align.weights.mlp_linears`), of one architecture
-        and dtype.
+        One network each (an MLP, see :func:`~icml24.deep_align.weights.mlp_linears`, or a CNN, see
+        :func:`~icml24.deep_align.weights.network_layers`), of one architecture and dtype.
     perms : list of torch.Tensor, optional
         Alignment of ``b`` to ``a``, one permutation per hidden layer (identity when None).
 
@@ -152,13 +171,15 @@ def weight_matching(
 
     The hidden layers are visited in a random order each sweep; each step solves the linear assignment
     ``max_P <P, sum_axes W^a (W^b)^T>`` with scipy's ``linear_sum_assignment``, holding the other permutations
-    fixed; it stops after a sweep without improvement or after ``max_iter`` sweeps.
+    fixed; it stops after a sweep without improvement or after ``max_iter`` sweeps. For CNNs the hidden neurons
+    are channels and the sum runs over the kernel entries too (the official ``cnn_permutation_spec``).
 
     Parameters
     ----------
     a, b : nn.Module or WeightBatch
-        One network each (an MLP, see :func:`~icml24.deep_align.weights.mlp_linears`), of one architecture and
-        dtype; ``b`` is aligned to ``a``.
+        One network each (an MLP, see :func:`~icml24.deep_align.weights.mlp_linears`, or a CNN, see
+        :func:`~icml24.deep_align.weights.network_layers`), of one architecture and dtype; ``b`` is aligned
+        to ``a``.
     max_iter : int, default 100
         Most sweeps (official 100).
     init : list of torch.Tensor, optional
@@ -198,9 +219,9 @@ def weight_matching(
         for l in rng.permutation(len(hidden)):
             # neurons of hidden layer l+1 are the outputs of W_l (columns) and the inputs of W_{l+1} (rows)
             w_in = wb[l] if l == 0 else wb[l][ps[l - 1], :]
-            cost = wa[l].T @ w_in + np.outer(ba[l], bb[l])  # (d, d): output neuron i of a vs j of b
+            cost = _cost_in(wa[l], w_in) + np.outer(ba[l], bb[l])  # (d, d): output neuron i of a vs j of b
             w_out = wb[l + 1] if l + 1 == M - 1 else wb[l + 1][:, ps[l + 1]]
-            cost = cost + wa[l + 1] @ w_out.T
+            cost = cost + _cost_out(wa[l + 1], w_out)
             _, cols = linear_sum_assignment(cost, maximize=True)
             old = cost[np.arange(len(cols)), ps[l]].sum()
             new = cost[np.arange(len(cols)), cols].sum()
@@ -223,8 +244,8 @@ def activation_matching(a: WeightBatch, b: WeightBatch, x: torch.Tensor) -> Matc
     Parameters
     ----------
     a, b : nn.Module or WeightBatch
-        One network each, of one architecture and dtype, with ReLU activations (the activations are computed
-        with ReLU; a module with another activation module is refused).
+        One MLP each, of one architecture and dtype, with ReLU activations (the activations are computed
+        with ReLU; a module with another activation module is refused, and so is a CNN).
     x : torch.Tensor
         Inputs ``(N, d_0)``.
 
@@ -239,6 +260,7 @@ def activation_matching(a: WeightBatch, b: WeightBatch, x: torch.Tensor) -> Matc
     _relu_only(a, "a")
     _relu_only(b, "b")
     a, b = _pair(a, b)
+    _mlp_only(a, "activation_matching")
     if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != a.widths[0]:
         raise InputError(f"x must be a (N, {a.widths[0]}) tensor of inputs, got {_shape(x)}")
     check_tensor(x, "x")
@@ -278,8 +300,8 @@ def sinkhorn_rebasin(
     Parameters
     ----------
     a, b : nn.Module or WeightBatch
-        One network each, of one architecture and dtype, with ReLU activations (the activations are computed
-        with ReLU; a module with another activation module is refused).
+        One MLP each, of one architecture and dtype, with ReLU activations (the activations are computed
+        with ReLU; a module with another activation module is refused, and so is a CNN).
     x, y : torch.Tensor
         Inputs ``(N, d_0)`` and class indices ``(N,)`` of the mid-point loss.
     steps : int, default 200
@@ -310,6 +332,7 @@ def sinkhorn_rebasin(
     _relu_only(a, "a")
     _relu_only(b, "b")
     a, b = _pair(a, b)
+    _mlp_only(a, "sinkhorn_rebasin")
     steps = check_int(steps, "steps", min_val=0)
     n_sink = check_int(n_sink, "n_sink", min_val=1)
     lr = check_float(lr, "lr", min_val=0.0, include_boundaries="neither")

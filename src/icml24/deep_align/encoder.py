@@ -377,15 +377,16 @@ class _Pointwise(nn.Module):
 
 
 class DWSEncoder(nn.Module):
-    """``n_hidden + 1`` DWS layers: ``1 -> hidden``, then ``n_hidden`` times [BN], ReLU, [dropout], DWS layer
-    (the last to ``output_features`` channels, one attention head, bias outputs only), as the official
-    ``DWSModel``."""
+    """``n_hidden + 1`` DWS layers: ``1 -> hidden`` (``max(features) -> hidden`` for a CNN), then ``n_hidden``
+    times [BN], ReLU, [dropout], DWS layer (the last to ``output_features`` channels, one attention head, bias
+    outputs only), as the official ``DWSModel``."""
 
-    def __init__(self, widths: Sequence[int], cfg: EncoderConfig) -> None:
+    def __init__(self, widths: Sequence[int], cfg: EncoderConfig, features: Sequence[int] | None = None) -> None:
         super().__init__()
         M = len(widths) - 1
         inner = tuple(widths)
-        dims = [1] + [cfg.hidden] * cfg.n_hidden + [cfg.output_features]
+        self.in_features = max(features) if features else 1
+        dims = [self.in_features] + [cfg.hidden] * cfg.n_hidden + [cfg.output_features]
         layers: list[nn.Module] = []
         for i in range(len(dims) - 1):
             if i > 0:
@@ -403,7 +404,14 @@ class DWSEncoder(nn.Module):
         self.layers = nn.Sequential(*layers)
 
     def forward(self, wb: WeightBatch):
-        return self.layers((tuple(w.unsqueeze(-1) for w in wb.weights), tuple(b.unsqueeze(-1) for b in wb.biases)))
+        if not wb.convolutional:
+            return self.layers((tuple(w.unsqueeze(-1) for w in wb.weights), tuple(b.unsqueeze(-1) for b in wb.biases)))
+        # a CNN: each entry's kernel (or spatial) features are its input channels, zero-padded to the largest
+        # layer's; biases carry one feature, padded alike (as DWSNets reads convolutional weight spaces)
+        n = self.in_features
+        ws = tuple(F.pad(w, (0, n - w.shape[-1])) for w in wb.weights)
+        bs = tuple(F.pad(b.unsqueeze(-1), (0, n - 1)) for b in wb.biases)
+        return self.layers((ws, bs))
 
 
 def _init_like_official(module: nn.Module, scale: float, generator: torch.Generator) -> None:
@@ -431,23 +439,43 @@ class DeepAlignNet(nn.Module):
         Hyper-parameters (official defaults when None).
     seed : int, default 0
         Seed of the initialisation (the official ``init_scale`` scheme).
+    features : sequence of int, optional
+        For convolutional networks, the features of each layer's weight entries
+        (:attr:`~icml24.deep_align.weights.WeightBatch.features`: ``kh * kw`` per Conv2d, the spatial positions
+        per channel read by the first Linear layer, 1 after it); then ``widths`` are the channels. None: MLPs.
     """
 
-    def __init__(self, widths: Sequence[int], cfg: EncoderConfig | None = None, seed: int = 0) -> None:
+    def __init__(
+        self,
+        widths: Sequence[int],
+        cfg: EncoderConfig | None = None,
+        seed: int = 0,
+        features: Sequence[int] | None = None,
+    ) -> None:
         super().__init__()
         widths = mlp_widths(widths)
         seed = check_seed(seed)
         if cfg is not None and not isinstance(cfg, EncoderConfig):
             raise InputError(f"cfg must be an EncoderConfig, got {type(cfg).__name__}")
+        if features is not None:
+            if isinstance(features, (str, bytes)) or not isinstance(features, Sequence):
+                raise InputError(
+                    f"features must be a sequence of {len(widths) - 1} positive integers, got {features!r}"
+                )
+            if len(features) != len(widths) - 1:
+                raise InputError(f"features must give one value per layer ({len(widths) - 1}), got {len(features)}")
+            features = tuple(check_int(f, "features", min_val=1) for f in features)
         self.widths = widths
+        self.features = features
         self.cfg = cfg or EncoderConfig()
-        self.encoder = DWSEncoder(widths, self.cfg)
+        self.encoder = DWSEncoder(widths, self.cfg, features)
         self.scale = nn.Parameter(torch.full((1,), float(self.cfg.scale_init))) if self.cfg.normalize_scale else None
         _init_like_official(self.encoder, self.cfg.init_scale, torch.Generator().manual_seed(int(seed)))
 
     def config_dict(self) -> dict:
-        """The widths and the encoder configuration as a plain dict."""
-        return {"widths": list(self.widths), **asdict(self.cfg)}
+        """The widths, the kernel features (CNNs) and the encoder configuration as a plain dict."""
+        feats = None if self.features is None else list(self.features)
+        return {"widths": list(self.widths), "features": feats, **asdict(self.cfg)}
 
     def embed(self, wb: WeightBatch) -> list[torch.Tensor]:
         """Per-neuron embeddings of the hidden layers, unit norm times the learned scale (``NormalizeAndScale``).
@@ -471,6 +499,10 @@ class DeepAlignNet(nn.Module):
             raise InputError(f"wb must be a WeightBatch, got {type(wb).__name__}", "see weights.from_sequential")
         if wb.widths != self.widths:
             raise InputError(f"wb has widths {wb.widths}, this model aligns {self.widths}")
+        if (wb.features if wb.convolutional else None) != self.features:
+            mine = "MLPs" if self.features is None else f"CNNs of kernel features {self.features}"
+            theirs = f"kernel features {wb.features}" if wb.convolutional else "an MLP"
+            raise InputError(f"wb has {theirs}, this model aligns {mine}")
         _, biases = self.encoder(wb)
         out = []
         for b in biases[:-1]:  # no permutation acts on the last bias

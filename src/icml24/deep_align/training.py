@@ -220,16 +220,17 @@ def augment(
 
     ws = [dropout(noise(w)) for w in wb.weights]
     bs = [dropout(noise(b)) for b in wb.biases]
+    extra = (1,) * (ws[0].dim() - 3)  # the feature axis of a CNN's weights
     if pos_scale > 0:
         for k in range(len(ws) - 1):
             s = 1 + (torch.rand(B, ws[k].shape[2], generator=g) * 2 - 1) * pos_scale
-            ws[k] = ws[k] * s[:, None, :]
+            ws[k] = ws[k] * s.reshape(B, 1, -1, *extra)
             bs[k] = bs[k] * s
-            ws[k + 1] = ws[k + 1] / s[:, :, None]
+            ws[k + 1] = ws[k + 1] / s.reshape(B, -1, 1, *extra)
     if quantile_dropout > 0:
         q = torch.rand(B, generator=g) * quantile_dropout
         thr = row_quantile(WeightBatch(tuple(ws), tuple(bs)).flat().abs(), q)
-        ws = [torch.where(w.abs() < thr.reshape(-1, 1, 1), torch.zeros_like(w), w) for w in ws]
+        ws = [torch.where(w.abs() < thr.reshape(-1, 1, 1, *extra), torch.zeros_like(w), w) for w in ws]
         bs = [torch.where(b.abs() < thr.reshape(-1, 1), torch.zeros_like(b), b) for b in bs]
     return WeightBatch(tuple(ws), tuple(bs))
 
@@ -453,6 +454,8 @@ def fit(
     """
     if train.widths != model.widths:
         raise InputError(f"the training networks have widths {train.widths}, the model aligns {model.widths}")
+    if (train.features if train.convolutional else None) != model.features:
+        raise InputError(f"the training networks have kernel features {train.features}, unlike the model's")
     if train.size < 2:
         raise InputError("training needs at least two networks")
     seed = check_seed(seed)

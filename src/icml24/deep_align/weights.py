@@ -1,4 +1,4 @@
-"""Weight spaces of MLPs: conversion from ``torch.nn.Sequential``, permutations, merging, interpolation.
+"""Weight spaces of MLPs and CNNs: conversion from ``torch.nn`` modules, permutations, merging, interpolation.
 
 A batch of ``B`` MLPs with widths ``(d_0, d_1, ..., d_M)`` is held as :class:`WeightBatch`: ``weights[k]`` has
 shape ``(B, d_k, d_{k+1})`` (fan-in first, the layout of the official Deep-Align code, i.e. the transpose of
@@ -10,6 +10,14 @@ neuron ``i`` of the permuted network is neuron ``p[i]`` of the original. Alignin
 indices: ``permute(b, p)`` has its neuron ``i`` matched to neuron ``i`` of ``a``. A *soft* permutation is a
 ``(B, d_l, d_l)`` matrix ``P`` with ``new_i = sum_j P[i, j] old_j``; the hard ``p`` corresponds to
 ``P[i, p[i]] = 1`` (``deepalign.utils.permute_weights`` in the official code uses the same convention).
+
+Convolutional networks (a stack of Conv2d layers, then Linear layers; the paper's CNN experiments) have the same
+symmetry over their channels: permuting the output channels of a Conv2d and the input channels of the next layer
+keeps the function. Their weights are held as ``(B, d_k, d_{k+1}, F_k)``: one entry per pair of channels (or of
+neurons) with ``F_k`` features, the ``kh * kw`` kernel entries of a Conv2d (as DWSNets and Deep-Align treat
+them), the ``s`` spatial positions per channel read by the first Linear layer after the convolutions
+(``in_features = channels * s``; ``s = 1`` after global pooling), and ``F = 1`` for later Linear layers. The
+hidden "neurons" are then the output channels of every Conv2d and the hidden neurons of the Linear layers.
 """
 
 from __future__ import annotations
@@ -35,7 +43,8 @@ class WeightBatch:
     Parameters
     ----------
     weights : tuple of torch.Tensor
-        ``weights[k]`` of shape ``(B, d_k, d_{k+1})``: the transpose of layer ``k``'s ``nn.Linear.weight``.
+        ``weights[k]`` of shape ``(B, d_k, d_{k+1})``: the transpose of layer ``k``'s ``nn.Linear.weight``; for a
+        convolutional network every ``weights[k]`` is ``(B, d_k, d_{k+1}, F_k)`` (see the module docstring).
     biases : tuple of torch.Tensor
         ``biases[k]`` of shape ``(B, d_{k+1})``.
     """
@@ -47,6 +56,17 @@ class WeightBatch:
     def widths(self) -> tuple[int, ...]:
         """The architecture ``(d_0, ..., d_M)``."""
         return (int(self.weights[0].shape[1]),) + tuple(int(w.shape[2]) for w in self.weights)
+
+    @property
+    def features(self) -> tuple[int, ...]:
+        """Features per weight entry of each layer: ``kh * kw`` for a Conv2d, the spatial positions per channel
+        for the first Linear layer after convolutions, 1 for the Linear layers of an MLP."""
+        return tuple(int(w.shape[3]) if w.dim() == 4 else 1 for w in self.weights)
+
+    @property
+    def convolutional(self) -> bool:
+        """Whether these are convolutional networks (weights with a feature axis)."""
+        return self.weights[0].dim() == 4
 
     @property
     def hidden(self) -> tuple[int, ...]:
@@ -129,8 +149,15 @@ class WeightBatch:
         for i, b in enumerate(batches):
             if not isinstance(b, WeightBatch):
                 raise InputError(f"batches[{i}] must be a WeightBatch, got {type(b).__name__}")
-            if b.widths != batches[0].widths:
-                raise InputError(f"batches[{i}] has widths {b.widths}, but batches[0] has {batches[0].widths}")
+            if (b.widths, b.features, b.convolutional) != (
+                batches[0].widths,
+                batches[0].features,
+                batches[0].convolutional,
+            ):
+                raise InputError(
+                    f"batches[{i}] has widths {b.widths} (features {b.features}), but batches[0] has "
+                    f"{batches[0].widths} (features {batches[0].features})"
+                )
         n = len(batches[0].weights)
         return WeightBatch(
             tuple(torch.cat([b.weights[k] for b in batches]) for k in range(n)),
@@ -217,6 +244,11 @@ def mlp_linears(net: object, name: str = "net") -> list[nn.Linear]:
             f"{name} must have at least two Linear layers (one hidden layer), got {len(linears)}",
             "give an MLP such as nn.Sequential(Linear, ReLU, Linear)",
         )
+    _check_parameters(net, name)
+    return linears
+
+
+def _check_parameters(net: nn.Module, name: str) -> None:
     dtypes = set()
     for p in net.parameters():
         if not torch.is_floating_point(p):
@@ -226,7 +258,143 @@ def mlp_linears(net: object, name: str = "net") -> list[nn.Linear]:
         dtypes.add(p.dtype)
     if len(dtypes) > 1:
         raise InputError(f"{name} mixes parameter dtypes {sorted(map(str, dtypes))}", "convert it with .to(dtype)")
-    return linears
+
+
+# Channel-wise modules of a CNN: they act on every channel alike, so they commute with channel permutations.
+CHANNELWISE = (
+    nn.MaxPool2d,
+    nn.AvgPool2d,
+    nn.AdaptiveAvgPool2d,
+    nn.AdaptiveMaxPool2d,
+    nn.Dropout2d,
+)
+
+
+def network_layers(net: object, name: str = "net") -> list[nn.Module]:
+    """The weight layers of an MLP or a CNN as users write them, in order, after checking the network.
+
+    A module without Conv2d layers must be an MLP (:func:`mlp_linears`). A convolutional network (the paper's
+    CNN setting) is accepted when its leaf modules, in registration order, are Conv2d layers (``groups=1``, any
+    kernel, stride, padding or dilation; ``bias=False`` allowed) chained by channels, then at least one Linear
+    layer, with only elementwise modules (:data:`ELEMENTWISE`), channel-wise pooling or dropout
+    (:data:`CHANNELWISE`) and a Flatten in between. The first Linear layer reads ``s`` values per channel of the
+    last Conv2d (``in_features = channels * s``: ``s = 1`` after global pooling, ``H * W`` when the feature map
+    is flattened as it is, channel-major as ``nn.Flatten`` does); later Linear layers chain by width. Any other
+    module (BatchNorm, LayerNorm, attention, ...) is refused.
+
+    Parameters
+    ----------
+    net : object
+    name : str, default "net"
+        The argument's name in messages.
+
+    Returns
+    -------
+    list of nn.Module
+        The Linear layers of an MLP, or the Conv2d then Linear layers of a CNN.
+
+    Raises
+    ------
+    InputError
+        Naming ``name`` and the offending module, when ``net`` is neither such an MLP nor such a CNN, or its
+        parameters are not finite floats of one dtype.
+    """
+    if not isinstance(net, nn.Module):
+        raise InputError(
+            f"{name} must be a torch.nn.Module (an MLP or a CNN of Conv2d and Linear layers), got {type(net).__name__}"
+        )
+    leaves = [(n, m) for n, m in net.named_modules() if not any(True for _ in m.children())]
+    if not any(type(m) is nn.Conv2d for _, m in leaves):
+        return mlp_linears(net, name)
+    layers: list[nn.Module] = []
+    for n, m in leaves:
+        where = f"{name}.{n}" if n else name
+        last = layers[-1] if layers else None
+        if type(m) is nn.Conv2d:
+            if isinstance(last, nn.Linear):
+                raise InputError(
+                    f"{where} is a Conv2d after a Linear layer", "register the layers in the order they are applied"
+                )
+            if m.groups != 1:
+                raise InputError(f"{where} has groups={m.groups}", "only Conv2d layers with groups=1 are supported")
+            if last is not None and m.in_channels != last.out_channels:
+                raise InputError(
+                    f"{where} takes {m.in_channels} channels but the previous layer gives {last.out_channels}"
+                )
+            layers.append(m)
+        elif type(m) is nn.Linear:
+            if last is None:
+                raise InputError(
+                    f"{where} is a Linear layer before the first Conv2d", "a CNN starts with Conv2d layers"
+                )
+            if isinstance(last, nn.Conv2d) and m.in_features % last.out_channels:
+                raise InputError(
+                    f"{where} takes {m.in_features} inputs, not a multiple of the {last.out_channels} channels of the "
+                    "last Conv2d"
+                )
+            if isinstance(last, nn.Linear) and m.in_features != last.out_features:
+                raise InputError(
+                    f"{where} takes {m.in_features} inputs but the previous layer gives {last.out_features}"
+                )
+            layers.append(m)
+        elif isinstance(m, (nn.Flatten,) + CHANNELWISE):
+            if isinstance(last, nn.Linear):
+                raise InputError(f"{where} is a {type(m).__name__} after a Linear layer", "it may only come before")
+        elif not isinstance(m, ELEMENTWISE):
+            raise InputError(
+                f"{where} is {type(m).__name__}, an unsupported layer",
+                "a CNN here is Conv2d layers, elementwise activations, pooling, Flatten and Linear layers",
+            )
+    if not isinstance(layers[-1], nn.Linear):
+        raise InputError(f"{name} must end with a Linear layer after its Conv2d layers", "e.g. pool, Flatten, Linear")
+    _check_parameters(net, name)
+    return layers
+
+
+def architecture(net: object, name: str = "net") -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+    """Validate ``net`` (see :func:`network_layers`) and return its widths and, for a CNN, its features.
+
+    Parameters
+    ----------
+    net : object
+    name : str, default "net"
+        The argument's name in messages.
+
+    Returns
+    -------
+    widths : tuple of int
+        ``(d_0, ..., d_M)``: input channels (or inputs), the channels or widths of every layer.
+    features : tuple of int or None
+        Per layer the features of each weight entry (:attr:`WeightBatch.features`) for a CNN, None for an MLP.
+    """
+    ls = network_layers(net, name)
+    if isinstance(ls[0], nn.Linear):
+        return (ls[0].in_features,) + tuple(m.out_features for m in ls), None
+    return (ls[0].in_channels,) + tuple(_out_width(m) for m in ls), tuple(
+        _features(m, p) for m, p in zip(ls, [None] + ls)
+    )
+
+
+def _out_width(m: nn.Module) -> int:
+    return m.out_channels if isinstance(m, nn.Conv2d) else m.out_features
+
+
+def _features(m: nn.Module, prev: nn.Module | None) -> int:
+    if isinstance(m, nn.Conv2d):
+        return int(m.weight.shape[2] * m.weight.shape[3])
+    return m.in_features // prev.out_channels if isinstance(prev, nn.Conv2d) else 1
+
+
+def _layer_weight(m: nn.Module, prev: nn.Module | None, convolutional: bool) -> torch.Tensor:
+    """A layer's weight fan-in first, float32: ``(d_in, d_out)``, or ``(d_in, d_out, F)`` in a CNN."""
+    w = m.weight.detach().float()
+    if not convolutional:
+        return w.T
+    if isinstance(m, nn.Conv2d):  # (out, in, kh, kw) -> (in, out, kh * kw)
+        return w.flatten(2).permute(1, 0, 2)
+    if isinstance(prev, nn.Conv2d):  # (out, c * s) -> (c, out, s), channel-major as nn.Flatten
+        return w.reshape(w.shape[0], prev.out_channels, -1).permute(1, 0, 2)
+    return w.T.unsqueeze(-1)
 
 
 def check_mlp(net: object, name: str = "net") -> tuple[int, ...]:
@@ -289,42 +457,47 @@ def check_same_dtype(a: nn.Module, b: nn.Module, names: tuple[str, str] = ("a", 
 
 
 def from_sequential(nets: nn.Module | Iterable[nn.Module], name: str = "nets") -> WeightBatch:
-    """Stack one or several MLPs of the same architecture into a :class:`WeightBatch`.
+    """Stack one or several MLPs (or CNNs) of the same architecture into a :class:`WeightBatch`.
 
     Parameters
     ----------
     nets : nn.Module or iterable of nn.Module
-        MLPs of Linear layers and elementwise activations (see :func:`mlp_linears`), of one architecture;
-        ``bias=False`` layers give zero biases.
+        MLPs of Linear layers and elementwise activations (see :func:`mlp_linears`), or CNNs of Conv2d and Linear
+        layers (see :func:`network_layers`), of one architecture; ``bias=False`` layers give zero biases.
     name : str, default "nets"
         The argument's name in messages.
 
     Returns
     -------
     WeightBatch
-        float32 copies, detached, fan-in first.
+        float32 copies, detached, fan-in first (with a feature axis for CNNs).
     """
     if isinstance(nets, nn.Module):
         nets = [nets]
     elif isinstance(nets, (str, bytes, dict)) or not isinstance(nets, Iterable):
-        raise InputError(f"{name} must be an nn.Module MLP or a list of them, got {type(nets).__name__}")
+        raise InputError(f"{name} must be an nn.Module MLP or CNN, or a list of them, got {type(nets).__name__}")
     nets = list(nets)
     if not nets:
         raise InputError(f"{name} is empty", "give at least one network")
-    linears = [mlp_linears(n, f"{name}[{i}]" if len(nets) > 1 else name) for i, n in enumerate(nets)]
-    widths = [(ls[0].in_features,) + tuple(m.out_features for m in ls) for ls in linears]
-    for i, w in enumerate(widths):
-        if w != widths[0]:
+    names = [f"{name}[{i}]" if len(nets) > 1 else name for i in range(len(nets))]
+    layers = [network_layers(n, nm) for n, nm in zip(nets, names)]
+    archs = [architecture(n, nm) for n, nm in zip(nets, names)]
+    for i, arch in enumerate(archs):
+        if arch != archs[0]:
+            what = lambda a: f"widths {a[0]}" + (f" and kernel features {a[1]}" if a[1] else "")  # noqa: E731
             raise InputError(
-                f"{name}[{i}] has widths {w}, but {name}[0] has {widths[0]}", "all networks must share one architecture"
+                f"{name}[{i}] has {what(arch)}, but {name}[0] has {what(archs[0])}",
+                "all networks must share one architecture",
             )
-    M = len(linears[0])
+    M, conv = len(layers[0]), archs[0][1] is not None
 
-    def bias(m: nn.Linear) -> torch.Tensor:
-        return m.bias.detach().float() if m.bias is not None else torch.zeros(m.out_features)
+    def bias(m: nn.Module) -> torch.Tensor:
+        return m.bias.detach().float() if m.bias is not None else torch.zeros(_out_width(m))
 
-    weights = tuple(torch.stack([ls[k].weight.detach().T.float() for ls in linears]) for k in range(M))
-    biases = tuple(torch.stack([bias(ls[k]) for ls in linears]) for k in range(M))
+    weights = tuple(
+        torch.stack([_layer_weight(ls[k], ls[k - 1] if k else None, conv) for ls in layers]) for k in range(M)
+    )
+    biases = tuple(torch.stack([bias(ls[k]) for ls in layers]) for k in range(M))
     return WeightBatch(weights, biases)
 
 
@@ -398,7 +571,7 @@ def write_into(net: nn.Module, wb: WeightBatch, index: int = 0) -> nn.Module:
     Parameters
     ----------
     net : nn.Module
-        An MLP accepted by :func:`mlp_linears`, of ``wb``'s architecture.
+        An MLP or a CNN accepted by :func:`network_layers`, of ``wb``'s architecture.
     wb : WeightBatch
     index : int, default 0
 
@@ -409,8 +582,10 @@ def write_into(net: nn.Module, wb: WeightBatch, index: int = 0) -> nn.Module:
     """
     out = copy.deepcopy(net)
     with torch.no_grad():
-        for k, m in enumerate(mlp_linears(out, "net")):
-            m.weight.copy_(wb.weights[k][index].T.to(m.weight.dtype))
+        for k, m in enumerate(network_layers(out, "net")):
+            t = wb.weights[k][index]
+            t = t.T if t.dim() == 2 else t.permute(1, 0, 2).reshape(m.weight.shape)
+            m.weight.copy_(t.to(m.weight.dtype))
             if m.bias is not None:
                 m.bias.copy_(wb.biases[k][index].to(m.bias.dtype))
     return out
@@ -429,6 +604,8 @@ def to_sequential(wb: WeightBatch, index: int = 0) -> nn.Sequential:
     nn.Sequential
     """
     check_weight_batch(wb, "wb")
+    if wb.convolutional:
+        raise InputError("wb holds convolutional networks", "use write_into(template_cnn, wb, index)")
     index = check_int(index, "index", min_val=0, max_val=wb.size - 1)
     layers: list[nn.Module] = []
     widths = wb.widths
@@ -474,10 +651,16 @@ def check_weight_batch(wb: object, name: str = "nets") -> WeightBatch:
     for k, (w, b) in enumerate(zip(wb.weights, wb.biases)):
         if not isinstance(w, torch.Tensor) or not isinstance(b, torch.Tensor):
             raise InputError(f"{name}: layer {k} is not made of tensors")
-        if w.dim() != 3 or b.dim() != 2 or w.shape[0] != b.shape[0] or w.shape[2] != b.shape[1]:
+        if (
+            w.dim() != wb.weights[0].dim()
+            or w.dim() not in (3, 4)
+            or b.dim() != 2
+            or w.shape[0] != b.shape[0]
+            or w.shape[2] != b.shape[1]
+        ):
             raise InputError(
                 f"{name}: layer {k} has weight {tuple(w.shape)} and bias {tuple(b.shape)}",
-                "expected (B, d_in, d_out) and (B, d_out)",
+                "expected (B, d_in, d_out) and (B, d_out), or (B, d_in, d_out, F) in every layer of a CNN",
             )
         if k and (w.shape[1] != wb.weights[k - 1].shape[2] or w.shape[0] != wb.weights[0].shape[0]):
             raise InputError(
@@ -511,6 +694,12 @@ def check_same_architecture(a: WeightBatch, b: WeightBatch, names: tuple[str, st
     if a.widths != b.widths:
         raise InputError(
             f"{names[0]} has widths {a.widths} but {names[1]} has {b.widths}",
+            "alignment needs two networks of the same architecture",
+        )
+    if (a.convolutional, a.features) != (b.convolutional, b.features):
+        raise InputError(
+            f"{names[0]} has kernel features {a.features} but {names[1]} has {b.features}"
+            + ("" if a.convolutional == b.convolutional else " (one is a CNN, the other an MLP)"),
             "alignment needs two networks of the same architecture",
         )
 
@@ -581,11 +770,13 @@ def permute_hard(wb: WeightBatch, perms: Sequence[torch.Tensor]) -> WeightBatch:
     weights, biases = list(wb.weights), list(wb.biases)
     for l, p in enumerate(perms):  # p permutes the outputs of layer l and the inputs of layer l + 1
         w = weights[l]
-        weights[l] = torch.gather(w, 2, p.unsqueeze(1).expand(-1, w.shape[1], -1))
+        extra = (1,) * (w.dim() - 3)  # the feature axis of a CNN's weights
+        weights[l] = torch.gather(w, 2, p.reshape(p.shape[0], 1, -1, *extra).expand(-1, w.shape[1], -1, *w.shape[3:]))
         biases[l] = torch.gather(biases[l], 1, p)
         if l + 1 < M:
             w = weights[l + 1]
-            weights[l + 1] = torch.gather(w, 1, p.unsqueeze(2).expand(-1, -1, w.shape[2]))
+            idx = p.reshape(p.shape[0], -1, 1, *extra).expand(-1, -1, w.shape[2], *w.shape[3:])
+            weights[l + 1] = torch.gather(w, 1, idx)
     return WeightBatch(tuple(weights), tuple(biases))
 
 
@@ -610,10 +801,14 @@ def permute_soft(wb: WeightBatch, mats: Sequence[torch.Tensor]) -> WeightBatch:
     M = len(wb.weights)
     weights, biases = list(wb.weights), list(wb.biases)
     for l, P in enumerate(mats):
-        weights[l] = weights[l] @ P.transpose(1, 2)
+        if weights[l].dim() == 3:
+            weights[l] = weights[l] @ P.transpose(1, 2)
+        else:  # a CNN: (B, d_in, d_out, F)
+            weights[l] = torch.einsum("biof,bpo->bipf", weights[l], P)
         biases[l] = (P @ biases[l].unsqueeze(-1)).squeeze(-1)
         if l + 1 < M:
-            weights[l + 1] = P @ weights[l + 1]
+            w = weights[l + 1]
+            weights[l + 1] = P @ w if w.dim() == 3 else torch.einsum("bpi,biof->bpof", P, w)
     return WeightBatch(tuple(weights), tuple(biases))
 
 
@@ -705,10 +900,13 @@ def lerp(a: WeightBatch, b: WeightBatch, alpha: torch.Tensor | float) -> WeightB
     """
     if not isinstance(alpha, torch.Tensor):
         alpha = torch.tensor(float(alpha))
-    aw = alpha.reshape(-1, 1, 1) if alpha.dim() else alpha
     ab = alpha.reshape(-1, 1) if alpha.dim() else alpha
+
+    def aw(x: torch.Tensor) -> torch.Tensor:
+        return alpha.reshape(-1, *(1,) * (x.dim() - 1)) if alpha.dim() else alpha
+
     return WeightBatch(
-        tuple(aw * x + (1 - aw) * y for x, y in zip(a.weights, b.weights)),
+        tuple(aw(x) * x + (1 - aw(x)) * y for x, y in zip(a.weights, b.weights)),
         tuple(ab * x + (1 - ab) * y for x, y in zip(a.biases, b.biases)),
     )
 
@@ -824,7 +1022,8 @@ def mlp_permute(net: nn.Module, perms: Sequence[torch.Tensor]) -> nn.Module:
     Parameters
     ----------
     net : nn.Module
-        An MLP (see :func:`mlp_linears`: any elementwise activation, a leading Flatten, bias-free layers).
+        An MLP (see :func:`mlp_linears`: any elementwise activation, a leading Flatten, bias-free layers) or a
+        CNN (see :func:`network_layers`: its channels are permuted).
     perms : sequence of torch.Tensor
         One index permutation ``(d,)`` or ``(1, d)`` per hidden layer: neuron ``i`` of hidden layer ``l``
         becomes old neuron ``perms[l][i]``.
@@ -837,7 +1036,7 @@ def mlp_permute(net: nn.Module, perms: Sequence[torch.Tensor]) -> nn.Module:
     Raises
     ------
     InputError
-        When ``net`` is not such an MLP or ``perms`` are not permutations of its hidden widths.
+        When ``net`` is not such a network or ``perms`` are not permutations of its hidden widths.
     """
     wb = from_sequential(net, "net")
     ps = check_perms(perms, wb.hidden, 1)
@@ -850,7 +1049,7 @@ def mlp_merge(a: nn.Module, b: nn.Module, alpha: float = 0.5, perms: Sequence[to
     Parameters
     ----------
     a, b : nn.Module
-        MLPs (see :func:`mlp_linears`) of one architecture and dtype.
+        MLPs (see :func:`mlp_linears`) or CNNs (see :func:`network_layers`) of one architecture and dtype.
     alpha : float, default 0.5
         Weight of ``a``.
     perms : sequence of torch.Tensor, optional
@@ -895,6 +1094,9 @@ class Zoo:
         The initialisation seed of each network.
     test_loss, test_acc : torch.Tensor, optional
         Each network's test cross-entropy and accuracy.
+    template : nn.Module, optional
+        A network of the zoo's architecture that :meth:`network` fills with a zoo network's weights (a CNN
+        zoo's modules); None: the networks are ReLU MLPs rebuilt by :func:`to_sequential`.
     """
 
     nets: WeightBatch
@@ -903,6 +1105,7 @@ class Zoo:
     seeds: tuple[int, ...] = ()
     test_loss: torch.Tensor = field(default_factory=lambda: torch.empty(0))
     test_acc: torch.Tensor = field(default_factory=lambda: torch.empty(0))
+    template: nn.Module | None = None
 
     @property
     def widths(self) -> tuple[int, ...]:
@@ -927,8 +1130,9 @@ class Zoo:
             raise InputError(f"split must be one of {sorted(self.splits)}, got {name!r}")
         return self.nets[self.splits[name]]
 
-    def network(self, index: int) -> nn.Sequential:
-        """Network ``index`` as an ``nn.Sequential`` of Linear and ReLU layers.
+    def network(self, index: int) -> nn.Module:
+        """Network ``index`` as an ``nn.Sequential`` of Linear and ReLU layers (a copy of ``template`` when the
+        zoo has one, e.g. a CNN zoo).
 
         Parameters
         ----------
@@ -937,9 +1141,12 @@ class Zoo:
 
         Returns
         -------
-        torch.nn.Sequential
+        torch.nn.Module
         """
-        return to_sequential(self.nets, check_int(index, "index", min_val=0, max_val=len(self) - 1))
+        index = check_int(index, "index", min_val=0, max_val=len(self) - 1)
+        if self.template is not None:
+            return write_into(self.template, self.nets, index)
+        return to_sequential(self.nets, index)
 
     @classmethod
     def from_networks(
@@ -949,8 +1156,8 @@ class Zoo:
 
         Parameters
         ----------
-        nets : iterable of torch.nn.Sequential
-            MLPs of one architecture (a mismatch raises :class:`InputError` naming the network).
+        nets : iterable of torch.nn.Module
+            MLPs or CNNs of one architecture (a mismatch raises :class:`InputError` naming the network).
         data : icml24.data.Split
             Their training data.
         val, test : int, default 0
@@ -963,8 +1170,13 @@ class Zoo:
         """
         if not isinstance(data, Split):
             raise InputError(f"data must be an icml24.data.Split, got {type(data).__name__}")
+        if isinstance(nets, nn.Module):
+            nets = [nets]
+        elif isinstance(nets, Iterable) and not isinstance(nets, (str, bytes, dict)):
+            nets = list(nets)
         wb = from_sequential(nets, "nets")
-        return cls(wb, data, split_networks(wb.size, val, test, seed))
+        template = copy.deepcopy(nets[0]) if wb.convolutional else None
+        return cls(wb, data, split_networks(wb.size, val, test, seed), template=template)
 
 
 def train_zoo(
@@ -1008,6 +1220,9 @@ __all__ = [
     "WeightBatch",
     "ELEMENTWISE",
     "mlp_linears",
+    "network_layers",
+    "architecture",
+    "CHANNELWISE",
     "check_mlp",
     "module_dtype",
     "check_same_dtype",
