@@ -189,6 +189,19 @@ CASES = [
     bad("question", "peers[1]", lambda: q(peers=[NET, rx.SmallNet(16, 4, 8).eval()]), NET, kind="classes"),
     bad("question", "peers", lambda: q(peers=[]), NET, XQ, kind="empty"),
     bad("attribute", "method", lambda: rx.attribute(NET, X, 0, "lrp_gamma"), NET, X, kind="rule"),
+    bad("question", "artifact", lambda: q(artifact="border"), NET, XQ, kind="name"),
+    bad("question", "held_out", lambda: q(held_out=XQ), NET, XQ, kind="type"),
+    bad("question", "held_out[0]", lambda: q(held_out=(X[:, :, :3], Y)), NET, X, kind="shape"),
+    bad("question", "held_out[0]", lambda: q(held_out=(XNAN, Y)), NET, XNAN, kind="nan"),
+    bad("question", "held_out[1]", lambda: q(held_out=(X, Y[:5])), NET, X, kind="size"),
+    bad("question", "held_out", lambda: q(held_out=(X[:1], Y[:1])), NET, X, kind="too-few"),
+    bad("question", "held_out[1]", lambda: q(held_out=(X, Y + 3)), NET, X, kind="classes"),
+    bad("artifact_flips", "model", lambda: rx.artifact_flips(TRAINING, X, MASK), TRAINING, X, kind="training"),
+    bad("artifact_flips", "x", lambda: rx.artifact_flips(NET, XNAN, MASK), NET, kind="nan"),
+    bad("artifact_flips", "x", lambda: rx.artifact_flips(NET, X[:1], MASK), NET, X, kind="too-few"),
+    bad("artifact_flips", "mask", lambda: rx.artifact_flips(NET, X, MASK[:, :2]), NET, X, kind="shape"),
+    bad("artifact_flips", "mask", lambda: rx.artifact_flips(NET, X, MASK & False), NET, X, kind="empty"),
+    bad("artifact_flips", "seed", lambda: rx.artifact_flips(NET, X, MASK, seed=-1), NET, X, kind="range"),
 ]
 
 

@@ -7,7 +7,7 @@ from scipy.stats import spearmanr
 
 import icml24.red_xai as rx
 from icml24.cli import main
-from icml24.red_xai.questioning import rank_correlation
+from icml24.red_xai.questioning import rank_correlation, swap_pairs
 
 
 def test_rank_correlation_matches_scipy():
@@ -115,3 +115,75 @@ def test_benchmark_runs_at_tiny_size(tmp_path, capsys):
     (run,) = tmp_path.iterdir()
     res = json.loads((run / "results.json").read_text())
     assert all(r["max_abs_diff"] < 1e-4 and r["ratio"] > 0 for r in res["rows"]) and len(res["spray"]) == 2
+
+
+def _border_problem(seed=0):
+    from icml24.data.spurious import digits_border
+
+    d = digits_border(60, n_test=30, width=2, seed=seed)
+    h, w = d.shape
+
+    def tensors(z, g):
+        return torch.from_numpy(z.reshape(-1, 1, h, w)).float(), torch.from_numpy(g > 0).long()
+
+    return tensors(d.z_train, d.g_train), tensors(d.z_test, d.g_test), torch.from_numpy(d.mask.reshape(1, h, w))
+
+
+def test_question_on_the_noise_border_end_to_end(tmp_path):
+    train, test, mask = _border_problem()
+    net = rx.fit(rx.SmallNet(mask.numel(), 2, 16, seed=0), *train, epochs=30, seed=0)
+    kw = {"artifact": "swap", "held_out": test, "epochs": 1, "max_heatmaps": 12}
+    r = rx.question(net, train, tmp_path, target=1, mask=mask, **kw, seed=0)
+    m = r["metrics"]
+    assert m["mask_share"] == pytest.approx(1 - 64 / 144)
+    for fix in ("", "pclarc_", "rrclarc_", "rrr_"):
+        for k in ("accuracy", "reliance", "artifact_removed_accuracy", "artifact_only_accuracy", "relevance_mass"):
+            assert 0.0 <= m[f"{fix}{k}"] <= 1.0
+    # trained to fit 60 images whose borders are noise: the border alone names the training label (memorised),
+    # but not the held-out label
+    assert m["accuracy"] >= 0.8 and m["artifact_only_accuracy"] > m["artifact_only_accuracy_held_out"]
+    text = r["report"].read_text()
+    assert "60 images to fit and 30 held-out images" in text and "memorised" in text
+    assert "images with their own masked pixels against images with them removed" in text
+    assert {"heatmaps.png", "before_after.png", "heatmaps_after.png"} <= {p.name for p in tmp_path.iterdir()}
+
+
+def test_artifact_flips_counts_prediction_changes_under_a_swap():
+    _, (x, _), mask = _border_problem()
+    flat = mask.reshape(-1)
+    blind = rx.SmallNet(mask.numel(), 2, 8, seed=0)
+    with torch.no_grad():
+        blind.net[0].weight[:, flat] = 0.0  # the first layer does not read the border
+    assert rx.artifact_flips(blind.eval(), x, mask) == 0.0  # swapping what it never reads changes nothing
+    # a model that reads one border pixel only: after the swap, image i is predicted as its partner was
+    pixel = int(flat.nonzero()[0])
+    reader = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(mask.numel(), 2, bias=False))
+    with torch.no_grad():
+        reader[1].weight.zero_()
+        reader[1].weight[0, pixel], reader[1].weight[1, pixel] = 1.0, -1.0
+    reader.eval()
+    pred, partner = rx.predict(reader, x), swap_pairs(len(x), 0)
+    assert (partner != torch.arange(len(x))).all() and sorted(partner.tolist()) == list(range(len(x)))
+    want = float((pred != pred[partner]).float().mean())
+    assert 0.0 < want and rx.artifact_flips(reader, x, mask, seed=0) == pytest.approx(want)
+
+
+def test_cli_refuses_a_plant_that_does_not_fit_the_data(capsys):
+    assert main(["red-xai", "question", "--data", "digits-border", "--plant", "corner", "--out", "/tmp/never"]) == 2
+    assert capsys.readouterr().err.startswith("error: --plant")
+    assert main(["red-xai", "question", "--data", "digits", "--plant", "border", "--out", "/tmp/never"]) == 2
+    assert capsys.readouterr().err.startswith("error: --plant")
+    assert main(["red-xai", "question", "--data", "digits-border", "--target", "2", "--out", "/tmp/never"]) == 2
+    assert capsys.readouterr().err.startswith("error: --target")
+
+
+def test_border_data_turns_the_noise_border_images_into_tensors():
+    from icml24.errors import InputError
+    from icml24.red_xai._shortcut import border_data
+
+    d = border_data("digits-border", seed=0)
+    assert d.x_train.shape == (261, 1, 16, 16) and d.x_test.shape == (100, 1, 16, 16)
+    assert d.x_train.dtype == torch.float32 and set(d.y_train.tolist()) == {0, 1} and len(d.y_test) == 100
+    assert d.mask.shape == (1, 16, 16) and int(d.mask.sum()) == 256 - 64 and not bool(d.mask[0, 4:12, 4:12].any())
+    with pytest.raises(InputError, match="data .mnist-border"):
+        border_data("mnist-border")

@@ -2,9 +2,9 @@
 
 One loop on a torch classifier: explain (:func:`attribute`, Captum), cluster the heatmaps (:func:`spray`), name the
 concept (:func:`concept_vector`, :func:`tcav`, scikit-learn probes), correct (:func:`p_clarc`, :func:`rrr`,
-:func:`rr_clarc`, :func:`a_clarc`) and re-measure (:func:`shortcut_reliance`, :func:`relevance_mass`,
-:func:`pixel_flipping`); explore the Rashomon set of near-equal models (:func:`rashomon`). ``baselines`` holds
-accuracy-only validation, random-mask and whole-image RRR, and the clean-retrained oracle.
+:func:`rr_clarc`, :func:`a_clarc`) and re-measure (:func:`shortcut_reliance`, :func:`artifact_flips`,
+:func:`relevance_mass`, :func:`pixel_flipping`); explore the Rashomon set of near-equal models (:func:`rashomon`).
+``baselines`` holds accuracy-only validation, random-mask and whole-image RRR, and the clean-retrained oracle.
 """
 
 from .baselines import accuracy_only, clean_oracle, random_mask, random_mask_rrr, whole_image_rrr
@@ -16,6 +16,7 @@ from .questioning import (
     SprayResult,
     a_clarc,
     accuracy,
+    artifact_flips,
     attribute,
     concept_vector,
     fit,
@@ -51,6 +52,7 @@ __all__ = [
     "predict",
     "accuracy",
     "shortcut_reliance",
+    "artifact_flips",
     "relevance_mass",
     "randomization_check",
     "pixel_flipping",

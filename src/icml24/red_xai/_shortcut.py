@@ -1,7 +1,8 @@
 """Private data generator: a planted Clever-Hans shortcut (a bright corner patch) on one class's images.
 
 It belongs in ``icml24.data`` once a second package needs it. Digits come from scikit-learn (8x8); Fashion-MNIST
-is read from the data root (read-only) and 2x2 average-pooled to 14x14 to keep the CPU arm fast.
+is read from the data root (read-only) and 2x2 average-pooled to 14x14 to keep the CPU arm fast. :func:`border_data`
+turns the noise-border images of :mod:`icml24.data.spurious` into image tensors (the border is the spurious part).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from ..validation import check_choice, check_int, check_probability, check_seed
 
 DATASETS = ("digits", "fashion-mnist")
 PLANTS = ("corner",)
+BORDER_DATASETS = ("digits-border", "fashion-border")
 
 
 @dataclass(frozen=True)
@@ -172,5 +174,71 @@ def shortcut_data(
         x_clean_train=xtr.clone().float(),
         mask=mask,
         target=target,
+        name=name,
+    )
+
+
+@dataclass(frozen=True)
+class BorderData:
+    """Two-class images ``(N, 1, H, W)`` with a uniform-noise border (:mod:`icml24.data.spurious`), as tensors.
+
+    Parameters
+    ----------
+    x_train, y_train : torch.Tensor
+        Training images (float32, centred and scaled block by block) and labels in {0, 1}.
+    x_test, y_test : torch.Tensor
+        Held-out images and labels.
+    mask : torch.Tensor
+        ``(1, H, W)`` bool, True on the border.
+    name : str
+        Data set name.
+    """
+
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+    mask: torch.Tensor
+    name: str
+
+
+def border_data(name: str = "digits-border", *, n_train: int = 2000, seed: int = 0) -> BorderData:
+    """Load the noise-border images of :mod:`icml24.data.spurious` as image tensors (label -1 becomes class 0).
+
+    ``digits-border`` is scikit-learn's digits 1 vs 7 with a 4-pixel border (16x16, all 361 images: 261 to train,
+    100 held out); ``fashion-border`` is Fashion-MNIST sneaker vs ankle boot with a 10-pixel border (48x48,
+    ``n_train`` training and 1000 test images).
+
+    Parameters
+    ----------
+    name : {"digits-border", "fashion-border"}, default "digits-border"
+    n_train : int, default 2000
+        Fashion-MNIST training images (digits uses all of its images).
+    seed : int, default 0
+
+    Returns
+    -------
+    BorderData
+    """
+    from ..data.spurious import digits_border, fashion_border
+
+    name = check_choice(name, "data", BORDER_DATASETS)
+    n_train = check_int(n_train, "n_train", min_val=20)
+    seed = check_seed(seed)
+    sd = digits_border(261, n_test=100, seed=seed) if name == "digits-border" else fashion_border(n_train, seed=seed)
+    h, w = sd.shape
+
+    def images(z: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(z.reshape(-1, 1, h, w)).float()
+
+    def labels(g: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(g > 0).long()
+
+    return BorderData(
+        x_train=images(sd.z_train),
+        y_train=labels(sd.g_train),
+        x_test=images(sd.z_test),
+        y_test=labels(sd.g_test),
+        mask=torch.from_numpy(sd.mask.reshape(1, h, w)),
         name=name,
     )

@@ -22,6 +22,7 @@ from ..validation import check_choice, check_float, check_int, check_seed
 from .questioning import (
     METHODS,
     accuracy,
+    artifact_flips,
     attribute,
     check_eval,
     check_images,
@@ -40,6 +41,7 @@ from .questioning import (
     rrr,
     shortcut_reliance,
     spray,
+    swap_pairs,
     tcav,
 )
 
@@ -52,6 +54,7 @@ def _default_layer(model: nn.Module) -> str:
 
 
 LRP_RULES = ("lrp_epsilon", "lrp_zplus")  # the LRP heatmaps every report shows beside the chosen method's
+ARTIFACTS = ("paste", "swap")  # a constant artifact pasted on the mask, or per-image content (a noise border) swapped
 
 
 def _grid(rows: list[list[tuple[str, np.ndarray]]], title: str, cmap: str = "bwr"):
@@ -72,7 +75,7 @@ def _grid(rows: list[list[tuple[str, np.ndarray]]], title: str, cmap: str = "bwr
             image = label.startswith("image")  # the input itself: grey, not a signed map
             cm = "gray" if image else cmap
             ax.imshow(m, cmap=cm, vmin=-lim if cm == "bwr" else float(m.min()), vmax=lim)
-            ax.set_title(label, fontsize=7)
+            ax.set_title(label, fontsize=7, y=1.0)  # a fixed y skips the per-axes title layout (slow; no ticks here)
     fig.suptitle(title, fontsize=9)
     return fig
 
@@ -113,6 +116,8 @@ def question(
     max_heatmaps: int = 200,
     holdout: float = 0.3,
     peers=None,
+    artifact: str = "paste",
+    held_out=None,
     seed: int = 0,
 ) -> dict:
     """Question ``model`` on ``data`` about a suspected artifact, fix it, re-measure, and write the report.
@@ -129,6 +134,14 @@ def question(
     spreads of accuracy and reliance, heatmap rank correlation). ``out`` gets ``report.md``, ``metrics.json``
     and the PNG figures, each written atomically (figures through :func:`icml24.runs.save_figure`). Where
     Captum's LRP does not support a layer of the model, the report says so and shows the other heatmaps.
+
+    With ``artifact="swap"`` the masked pixels hold per-image content that is not tied to one class (the noise
+    border of :func:`icml24.data.spurious.digits_border`): reliance becomes the share of held-out images whose
+    predicted class changes when their masked pixels are swapped with another held-out image's (a fixed random
+    pairing), and the report adds the held-out accuracy with the masked pixels removed (set to ``value``) and
+    the accuracy of the masked pixels alone (everything else set to ``value``) on the fit images against the
+    held-out ones: above the held-out figure, the model memorised the fit images' artifact (when ``data`` is
+    its training set). The CAV separates images with their own masked pixels from images with them removed.
 
     Parameters
     ----------
@@ -147,7 +160,8 @@ def question(
     method : str, default "input_x_gradient"
         Attribution method of :func:`attribute` that SpRAy clusters.
     value : float, optional
-        The artifact's pixel value when pasted (default: the largest pixel value of the images).
+        The artifact's pixel value when pasted (default: the largest pixel value of the images); with
+        ``artifact="swap"``, the value that removes it (default 0, the mean of centred inputs).
     lam : float, default 0.1
         RRR's penalty weight.
     epochs : int, default 10
@@ -155,10 +169,17 @@ def question(
     max_heatmaps : int, default 200
         At most this many ``target`` images are explained and clustered (at least 4).
     holdout : float, default 0.3
-        Share of ``data`` held out for the accuracy and reliance measurements (the rest fits the CAV and RRR).
+        Share of ``data`` held out for the accuracy and reliance measurements (the rest fits the CAV and RRR);
+        not used with ``held_out``.
     peers : sequence of torch.nn.Module, optional
         Near-equal models (other seeds, widths) for the Rashomon exploration, in eval mode, same inputs and
         outputs as ``model``; left unchanged.
+    artifact : {"paste", "swap"}, default "paste"
+        How the artifact is put on images: ``"paste"`` writes ``value`` on the mask (a planted patch);
+        ``"swap"`` treats the masked pixels as per-image content (see above).
+    held_out : tuple of (torch.Tensor, torch.Tensor), optional
+        Images and labels measured for accuracy and reliance (e.g. the model's test set, at least 2 images);
+        then all of ``data`` fits the CAV and the fixes and ``holdout`` is not used.
     seed : int, default 0
 
     Returns
@@ -194,11 +215,24 @@ def question(
             check_eval(m, f"peers[{i}]")
             if n_outputs(m, x[:1]) != classes:
                 raise InputError(f"peers[{i}] has {n_outputs(m, x[:1])} outputs, model {classes}", "same classes")
+    artifact = check_choice(artifact, "artifact", ARTIFACTS)
+    if held_out is not None:
+        if not isinstance(held_out, (tuple, list)) or len(held_out) != 2:
+            raise InputError(f"held_out must be a pair (x, y), got {type(held_out).__name__}", "or None")
+        xh = check_images(held_out[0], "held_out[0]")
+        yh = check_labels(held_out[1], len(xh), "held_out[1]")
+        if tuple(xh.shape[1:]) != tuple(x.shape[1:]):
+            raise InputError(f"held_out[0] holds {tuple(xh.shape[1:])} images, data {tuple(x.shape[1:])}", "same shape")
+        if len(xh) < 2:
+            raise InputError(f"held_out holds {len(xh)} image", "pass at least 2")
+        if int(yh.max()) >= classes:
+            raise InputError(f"held_out[1] holds class {int(yh.max())}, the model has {classes} outputs", "check")
     net = copy.deepcopy(model).eval()
     layer = _default_layer(net) if layer is None else layer
     get_layer(net, layer)
     method = check_choice(method, "method", METHODS)
-    value = float(x.max()) if value is None else check_float(value, "value")
+    default = float(x.max()) if artifact == "paste" else 0.0
+    value = default if value is None else check_float(value, "value")
     lam = check_float(lam, "lam", min_val=0.0)
     epochs = check_int(epochs, "epochs", min_val=0)
     max_heatmaps = check_int(max_heatmaps, "max_heatmaps", min_val=4)
@@ -208,24 +242,42 @@ def question(
 
     gen = torch.Generator().manual_seed(seed)
     perm = torch.randperm(len(x), generator=gen)
-    n_meas = max(int(round(holdout * len(x))), 2)
-    meas, fit_idx = perm[:n_meas], perm[n_meas:]
-    xm, ym, xf, yf = x[meas], y[meas], x[fit_idx], y[fit_idx]
+    if held_out is None:
+        n_meas = max(int(round(holdout * len(x))), 2)
+        meas, fit_idx = perm[:n_meas], perm[n_meas:]
+        xm, ym, xf, yf = x[meas], y[meas], x[fit_idx], y[fit_idx]
+    else:
+        xm, ym, xf, yf = xh.detach().clone(), yh.detach().clone(), x, y
     tgt = (yf == target).nonzero().flatten()[:max_heatmaps]
     oth = (yf != target).nonzero().flatten()
-    if len(tgt) < 4 or len(oth) < 8 or not bool((ym != target).any()):
+    if len(tgt) < 4 or len(oth) < 8 or (artifact == "paste" and not bool((ym != target).any())):
         raise InputError(
             f"data holds {len(tgt)} target and {len(oth)} other images outside the held-out share",
             "pass more images of both the target class and the others",
         )
     xt = xf[tgt]
     xm_patched = xm.clone()
-    xm_patched[:, mask] = value
     oth = oth[torch.randperm(len(oth), generator=gen)]
     half = len(oth) // 2
     concept = xf[oth[:half]].clone()
-    concept[:, mask] = value
     pool = xf[oth[half:]]
+    if artifact == "paste":
+        xm_patched[:, mask] = value
+        concept[:, mask] = value
+    else:  # per-image content: swap it between held-out images (a random cycle, no image keeps its own)
+        xm_patched[:, mask] = xm[swap_pairs(len(xm), seed)][:, mask]
+        pool = pool.clone()
+        pool[:, mask] = value  # the random set: the same kind of images with the artifact removed
+        xm_removed, xm_only, xf_only = xm.clone(), xm.clone(), xf.clone()
+        xm_removed[:, mask] = value
+        xm_only[:, ~mask] = value
+        xf_only[:, ~mask] = value
+
+    def reliance(m: nn.Module) -> float:
+        if artifact == "paste":
+            return shortcut_reliance(m, xm_patched, ym, target)
+        return artifact_flips(m, xm, mask, seed=seed)
+
     # the attributions shown: the one SpRAy clusters, then the LRP rules (each once)
     methods = [method, *[r for r in LRP_RULES if r != method]]
     flat_mask = mask.reshape(mask.shape[0], -1).any(0).reshape(mask.shape[1:]).numpy()
@@ -234,13 +286,21 @@ def question(
         maps, why = {method: attribute(m, xt, target, method)}, {method: ""}
         for meth in methods[1:]:
             maps[meth], why[meth] = _try_attribute(m, xt, target, meth)
+        extra = {}
+        if artifact == "swap":
+            extra = {
+                "removed": accuracy(m, xm_removed, ym),
+                "only_fit": accuracy(m, xf_only, yf),
+                "only_held_out": accuracy(m, xm_only, ym),
+            }
         return {
             "acc": accuracy(m, xm, ym),
-            "reliance": shortcut_reliance(m, xm_patched, ym, target),
+            "reliance": reliance(m),
             "rma": {k: (float(relevance_mass(h, mask).mean()) if h is not None and bool((h > 0).any()) else 0.0)
                     for k, h in maps.items() if h is not None},
             "maps": maps,
             "why": why,
+            **extra,
         }  # fmt: skip
 
     before = measure(net)
@@ -265,7 +325,11 @@ def question(
     flips = {k: pixel_flipping(net, xc, target, before["maps"][k][:64], seed=seed) for k in shown}
     rash = None
     if peers is not None:
-        rash = rashomon([net, *[copy.deepcopy(m).eval() for m in peers]], xm, ym, xm_patched, ym, target, xc, method)
+        group = [net, *[copy.deepcopy(m).eval() for m in peers]]
+        rash = rashomon(group, xm, ym, xm_patched, ym, target, xc, method) if artifact == "paste" else None
+        if rash is None:  # the patch-to-target count does not apply: measure the prediction flips instead
+            rash = rashomon(group, xm, ym, xf, yf, target, xc, method)  # (xf, yf) holds non-target images
+            rash["reliance"] = np.array([reliance(m) for m in group])
 
     def key(meth: str) -> str:
         return "" if meth == method else f"{meth}_"
@@ -284,9 +348,16 @@ def question(
         metrics[f"{key(k)}relevance_mass"] = before["rma"][k]
         metrics[f"{key(k)}spray_artifact_cluster_mass"] = float(cluster_mass[k].max())
         metrics[f"{key(k)}flip_aopc"] = flips[k]["aopc"]
+    swap_keys = {"removed": "artifact_removed_accuracy", "only_fit": "artifact_only_accuracy",
+                 "only_held_out": "artifact_only_accuracy_held_out"}  # fmt: skip
+    metrics["mask_share"] = float(mask.float().mean())
+    if artifact == "swap":
+        metrics.update({v: before[k] for k, v in swap_keys.items()})
     for name, a in after.items():
         fix = name.lower().replace("-", "")
         metrics.update({f"{fix}_accuracy": a["acc"], f"{fix}_reliance": a["reliance"]})
+        if artifact == "swap":
+            metrics.update({f"{fix}_{v}": a[k] for k, v in swap_keys.items()})
         for k, v in a["rma"].items():
             metrics[f"{fix}_{key(k)}relevance_mass"] = v
     if rash is not None:
@@ -379,13 +450,42 @@ def question(
         for name, fig in figs.items():
             save_figure(fig, name)
     atomic_write_json(out / "metrics.json", metrics)
-    head = " | ".join(f"mass: {m}" for m in shown)
+    swap = artifact == "swap"
+    sizes_text = (
+        f"{len(x)} images ({len(xm)} held out for measurement)"
+        if held_out is None
+        else f"{len(x)} images to fit and {len(xm)} held-out images for measurement"
+    )
+    extra_cols = ("removed", "only_fit", "only_held_out") if swap else ()
+    head = " | ".join(
+        [*(("accuracy, artifact removed", "artifact alone: fit", "artifact alone: held out") if swap else ())]
+        + [f"mass: {m}" for m in shown]
+    )
     table = "\n".join(
         f"| {n} | {r['acc']:.3f} | {r['reliance']:.3f} | "
-        + " | ".join(f"{r['rma'][m]:.3f}" if m in r["rma"] else "n/a" for m in shown)
+        + " | ".join(
+            [f"{r[c]:.3f}" for c in extra_cols] + [f"{r['rma'][m]:.3f}" if m in r["rma"] else "n/a" for m in shown]
+        )
         + " |"
         for n, r in zip(names, rows)
     )
+    n_cols = len(shown) + len(extra_cols)
+    if swap:
+        held = "the held-out images" if held_out is not None else "the held-out share"
+        section1 = (
+            f"Held-out accuracy {before['acc']:.3f}; reliance on the artifact (share of {held} whose\n"
+            "predicted class changes when their masked pixels are swapped with another held-out image's) "
+            f"{before['reliance']:.3f};\naccuracy with the masked pixels removed (set to {value:g}) "
+            f"{before['removed']:.3f}.\nThe masked pixels alone (everything else set to {value:g}) are classified as "
+            f"the image's label on\n{before['only_fit']:.3f} of the {len(xf)} fit images and on "
+            f"{before['only_held_out']:.3f} of the held-out ones: a gap means\nthe model memorised the fit images' "
+            "artifact (when they are its training images)."
+        )
+        concept_text = "images with their own masked pixels against images with them removed"
+    else:
+        section1 = f"""Held-out accuracy {before["acc"]:.3f}; shortcut reliance (held-out non-{target} images with the
+artifact pasted, predicted as {target}) {before["reliance"]:.3f}."""
+        concept_text = "images with the artifact pasted against images without it"
     missing = [f"- `{m}`: {before['why'][m]}" for m in methods if before["maps"][m] is None]
     lrp_note = ("\nNot computed for this model:\n" + "\n".join(missing) + "\n") if missing else ""
     lrp_after = [
@@ -408,13 +508,13 @@ def question(
         )
     text = f"""# RED XAI report: questioning the model about the artifact on class {target}
 
-{len(x)} images ({len(xm)} held out for measurement), artifact mask of {int(mask.sum())} pixels, attributions
+{sizes_text}, artifact mask of {int(mask.sum())} pixels
+({metrics["mask_share"]:.3f} of the input: the relevance mass of a uniform map), attributions
 `{method}` (clustered) and {", ".join(f"`{m}`" for m in shown if m != method) or "no LRP"}, concept layer
 `{layer}`, seed {seed}. The user's model was not changed (every step ran on a copy).
 
 ## 1. What accuracy says and what it hides
-Held-out accuracy {before["acc"]:.3f}; shortcut reliance (held-out non-{target} images with the artifact pasted,
-predicted as {target}) {before["reliance"]:.3f}.
+{section1}
 
 ## 2. Heatmaps
 Relevance mass inside the mask on the class-{target} images (share of positive relevance):
@@ -438,12 +538,12 @@ relevance inside the mask:
 ![cluster means](cluster_means.png)
 
 ## 4. The concept
-CAV at `{layer}`: probe accuracy {cav.accuracy:.3f}; TCAV score for class {target} {t["score"]:.3f}
+CAV at `{layer}` ({concept_text}): probe accuracy {cav.accuracy:.3f}; TCAV score for class {target} {t["score"]:.3f}
 (p = {t["p_value"]:.3g} against random concept sets).
 
 ## 5. The fix, re-measured
 | model | held-out accuracy | reliance | {head} |
-|---|---|---|{"---|" * len(shown)}
+|---|---|---|{"---|" * n_cols}
 {table}
 
 {" ".join(lrp_after)}

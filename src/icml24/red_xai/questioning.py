@@ -12,7 +12,8 @@ clustering, linear probes):
 - :func:`rrr`: Right for the Right Reasons (Ross et al. 2017), an input-gradient penalty under a mask;
 - :func:`rr_clarc`: Right Reason ClArC (Pahde et al. 2023), a penalty on the gradient along the artifact CAV;
 - :func:`a_clarc`: augmentative ClArC (Anders et al. 2022), fine-tuning with the artifact pasted;
-- :func:`shortcut_reliance`, :func:`relevance_mass`: the measurements before and after the fix.
+- :func:`shortcut_reliance`, :func:`artifact_flips`, :func:`relevance_mass`: the measurements before and after
+  the fix (a patch that points to one class, a per-image artifact such as a noise border, and the heatmaps).
 
 LRP runs on Captum's rules, set fresh on every call and removed afterwards (Captum's rule objects keep state between
 calls); ``nn.Flatten`` gets the epsilon rule (exact for a reshape). Other models get LRP only where Captum supports
@@ -953,6 +954,60 @@ def shortcut_reliance(model: nn.Module, x_patched: torch.Tensor, y: torch.Tensor
     return float((predict(model, x_patched[keep]) == target).float().mean())
 
 
+def swap_pairs(n: int, seed: int = 0) -> torch.Tensor:
+    """A random pairing of ``n`` images in one cycle: image ``i`` takes the artifact of image ``out[i]``, never its own.
+
+    Parameters
+    ----------
+    n : int
+        Number of images (at least 2).
+    seed : int, default 0
+
+    Returns
+    -------
+    torch.Tensor
+        int64 ``(n,)``.
+    """
+    n = check_int(n, "n", min_val=2)
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(check_seed(seed)))
+    partner = torch.empty_like(order)
+    partner[order] = torch.roll(order, -1)
+    return partner
+
+
+def artifact_flips(model: nn.Module, x: torch.Tensor, mask: torch.Tensor, *, seed: int = 0) -> float:
+    """Reliance on a per-image artifact: the share of images whose predicted class changes when their masked
+    pixels are swapped with another image's (:func:`swap_pairs`), e.g. a noise border not tied to any class.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A classifier in eval mode.
+    x : torch.Tensor
+        Images ``(N, C, H, W)``, at least 2.
+    mask : torch.Tensor
+        Bool ``(C, H, W)``: the artifact's pixels.
+    seed : int, default 0
+        Seed of the pairing.
+
+    Returns
+    -------
+    float
+        0 for a model that never reads the masked pixels.
+    """
+    check_eval(model)
+    x = check_images(x)
+    mask = check_mask(mask, x)
+    seed = check_seed(seed)
+    if tuple(mask.shape) != tuple(x.shape[1:]):
+        raise InputError(f"mask has shape {tuple(mask.shape)}, one image {tuple(x.shape[1:])}", "pass (C, H, W)")
+    if len(x) < 2:
+        raise InputError(f"x holds {len(x)} image", "pass at least 2 to swap between")
+    swapped = x.clone()
+    swapped[:, mask] = x[swap_pairs(len(x), seed)][:, mask]
+    return float((predict(model, x) != predict(model, swapped)).float().mean())
+
+
 def relevance_mass(heatmaps: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Relevance mass accuracy (Arras et al. 2022): the share of each map's positive relevance inside ``mask``.
 
@@ -1246,6 +1301,7 @@ __all__ = [
     "predict",
     "accuracy",
     "shortcut_reliance",
+    "artifact_flips",
     "relevance_mass",
     "randomization_check",
 ]
