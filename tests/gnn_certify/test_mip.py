@@ -55,6 +55,30 @@ def test_greedy_attack_never_claims_robustness():
     assert hits >= 1
 
 
+def test_greedy_start_ends_an_attackable_run_before_presolving_with_the_same_verdicts():
+    """The greedy attack handed to SCIP decides a not-robust target at once (status primallimit, no B&B
+    node); on every target, with or without it, the verdict is the same and agrees with brute force."""
+    seen_primal_stop = 0
+    for seed in range(3):
+        net, data = synthetic_case(seed, n=6)
+        space, x, _, _ = build_space(net, data, global_budget=2, strength=2)
+        logits = net.forward(x, space.adj.astype(float))
+        c = int(np.argmax(logits))
+        net.dense[-1].bias[c] -= 0.8 * (logits[c] - logits[1 - c])  # a small margin: attacks exist
+        bf, _ = brute_force_minimum(net, space, c, 1 - c)
+        with single_thread():
+            on = certify(net, data, global_budget=2, strength=2, time_limit=30)
+            off = certify(net, data, global_budget=2, strength=2, time_limit=30, greedy_start=False)
+        for a, b in zip(on.certificates, off.certificates):
+            assert a.verdict == b.verdict == (NOT_ROBUST if bf < 0 else ROBUST)
+            if a.verdict == NOT_ROBUST:
+                assert a.checked_margin < 0 and a.margin_upper >= bf - 1e-6
+            if a.status == "primallimit":
+                seen_primal_stop += 1
+                assert a.verdict == NOT_ROBUST and a.nodes == 0
+    assert seen_primal_stop >= 1
+
+
 def test_node_task_models_only_what_reaches_the_target():
     import torch
     from torch_geometric.data import Data
@@ -86,4 +110,5 @@ def test_benchmark_runs(tmp_path, capsys):
     )
     out = capsys.readouterr().out
     assert "threads: 1" in out and "decided" in out
+    assert "against the official C plugin" in out and "fast+greedy-start" in out and "load average" in out
     assert list(tmp_path.glob("*-bench-gnn_certify/results.json"))

@@ -1,7 +1,8 @@
 """The public API: certify a PyG model's prediction on a graph against every allowed edge change.
 
 ``certify(model, data, budget=0.1, bounds="sbt")`` builds the MIP of the paper (§3) for each target class,
-solves it with SCIP, and returns a :class:`Report` of :class:`Certificate` objects. A ``not_robust``
+solves it with SCIP (handing it the greedy attack as a starting solution unless ``greedy_start=False``), and
+returns a :class:`Report` of :class:`Certificate` objects. A ``not_robust``
 certificate carries the edge flips, re-checked by running the user's PyG model on the perturbed graph;
 flips the model does not confirm are never reported (the verdict is then ``unknown``).
 """
@@ -291,6 +292,7 @@ _MANAGED = {
     "limits/time": "time_limit",
     "limits/gap": "decision",
     "limits/absgap": "decision",
+    "limits/primal": "decision",
     "randomization/randomseedshift": "seed",
     "lp/threads": "threads",
     "parallel/maxnthreads": "threads",
@@ -557,6 +559,7 @@ def certify(
     attack_first: bool = False,
     margin_tol: float = MARGIN_TOL,
     graph_time_limit: float | None = None,
+    greedy_start: bool = True,
 ) -> Report:
     """Prove that no allowed attack changes the model's prediction, or find one that does (paper §3).
 
@@ -601,7 +604,8 @@ def certify(
     max_nodes : int
         Refuse larger graphs (node classification: larger k-hop subgraphs); the MIP grows as n^2.
     decision : bool
-        Stop once the sign is proven (official ``limits/gap = inf``); False solves to optimality.
+        Stop once the sign is proven (official ``limits/gap = inf``; also at an attack with a negative margin);
+        False solves to optimality.
     clock : "wall" | "cpu"
         SCIP's clock for the time limit and reported times.
     settings : "fast" | "official"
@@ -617,6 +621,11 @@ def certify(
     graph_time_limit : float, optional
         Seconds (on ``clock``) for all targets together: each target gets ``min(time_limit, what is left)``,
         and targets reached after it ran out are ``unknown`` (status "graph time limit").
+    greedy_start : bool
+        The primal heuristic (not in the paper; fixed features only): hand SCIP the greedy attack of
+        :mod:`~icml24.gnn_certify.attacks` as a starting solution. In decision mode an attack with a negative
+        margin ends the run before presolving; its flips are re-checked on ``model`` like any SCIP solution.
+        It cannot make a run ``robust`` (that needs the dual bound). False: the paper's setting.
 
     Returns
     -------
@@ -631,6 +640,7 @@ def certify(
     settings = check_choice(settings, "settings", SETTINGS)
     decision = check_bool(decision, "decision")
     attack_first = check_bool(attack_first, "attack_first")
+    greedy_start = check_bool(greedy_start, "greedy_start")
     # a tolerance below SCIP's own (1e-6) could let a numerically wrong dual bound through as a certificate
     margin_tol = check_float(margin_tol, "margin_tol", min_val=MARGIN_TOL)
     graph_time_limit = check_float(
@@ -692,7 +702,9 @@ def certify(
                 if cert is not None:
                     certs.append(cert)
                     continue
-            mip = CertificationMIP(net, space, b, orig, int(t), separator=(bounds == "abt"), clean_x=x_sub)
+            mip = CertificationMIP(
+                net, space, b, orig, int(t), separator=(bounds == "abt"), clean_x=x_sub, greedy_start=greedy_start
+            )
             try:
                 res = mip.solve(
                     time_limit=min(time_limit, left),

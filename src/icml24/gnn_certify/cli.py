@@ -74,6 +74,11 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         action="store_true",
         help="try a fast greedy attack before the MIP (not in the paper; it can only find not_robust)",
     )
+    p.add_argument(
+        "--no-greedy-start",
+        action="store_true",
+        help="do not hand SCIP the greedy attack as a starting solution (the paper's setting)",
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--out", default=None, metavar="FILE.json", help="also write the report to this file")
     return p
@@ -140,6 +145,7 @@ def certify_command(args: argparse.Namespace) -> int:
             max_nodes=args.max_nodes,
             settings=args.settings,
             attack_first=args.attack_first,
+            greedy_start=not args.no_greedy_start,
         )
     payload = {
         "model": str(Path(args.model)),

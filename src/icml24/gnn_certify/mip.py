@@ -25,8 +25,12 @@ Faithful to the official model, with these equivalent reformulations (same optim
   so the others cannot influence its logits); the official code models the whole 2-hop subgraph.
 
 Additions: the unperturbed graph is handed to SCIP as a starting solution (SCIP then stops as soon as the
-dual bound turns positive); abt separates LP solutions only (the official separator also has an
-``execsol`` callback for arbitrary solutions, which SCIP's default plugins rarely call).
+dual bound turns positive); with ``greedy_start`` (``certify``'s default, not the paper's) so is the greedy
+attack of :mod:`~icml24.gnn_certify.attacks`, and decision mode also stops at an attack whose margin is below
+``-PRIMAL_STOP`` (``limits/primal``), so a not-robust run found by the greedy start ends before presolving
+(the official decision mode waits for a finite dual bound, i.e. presolving and the root LP); abt separates LP
+solutions only (the official separator also has an ``execsol`` callback for arbitrary solutions, which SCIP's
+default plugins rarely call).
 """
 
 from __future__ import annotations
@@ -38,10 +42,12 @@ from dataclasses import dataclass, field
 import numpy as np
 from pyscipopt import SCIP_RESULT, Model, Sepa, quicksum
 
+from .attacks import greedy_attack
 from .bounds import Bounds, topology_bounds_unchecked
 from .network import GRAPH, SageNetwork
 from .space import AttackSpace
 
+PRIMAL_STOP = 1e-6  # decision mode stops at an attack of margin <= -PRIMAL_STOP (SCIP's feasibility tolerance)
 EFFICACY = 1e-4  # SCIPisEfficacious with the default separating/minefficacy(root) = 1e-4
 
 
@@ -56,7 +62,7 @@ class SolveResult:
     primal, dual : float
         Best attack's margin (``inf`` when none) and the dual bound on the minimum margin.
     seconds, build_seconds : float
-        Solve time (the chosen clock) and time to build the model.
+        Solve time (the chosen clock; the greedy start's time included) and time to build the model (same clock).
     nodes, lp_iterations : int
     flips : bool array [S] or None
         The best solution's flips.
@@ -146,6 +152,10 @@ class CertificationMIP:
         Features of the unperturbed graph (for the starting solution).
     warm_start : bool, default True
         Hand SCIP the unperturbed graph as a starting solution.
+    greedy_start : bool, default False
+        Also hand SCIP the greedy attack of :func:`~icml24.gnn_certify.attacks.greedy_attack` (fixed features
+        only; not in the paper). In decision mode an attack with a negative margin ends the run before
+        presolving (``limits/primal``); it never changes what a robust verdict needs (the dual bound).
 
     References
     ----------
@@ -162,8 +172,9 @@ class CertificationMIP:
         separator: bool = False,
         clean_x: np.ndarray | None = None,
         warm_start: bool = True,
+        greedy_start: bool = False,
     ) -> None:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         self.net, self.space, self.bounds = net, space, bounds
         self.orig, self.target = int(orig), int(target)
         self.model = Model("gnn_certify")
@@ -186,8 +197,16 @@ class CertificationMIP:
             )
             self.model.setParam("separating/ReLUrc/expbackoff", 1)
         if warm_start:
-            self._add_clean_solution()
-        self.build_seconds = time.perf_counter() - t0
+            self._add_solution(np.zeros(space.num_slots, dtype=bool), self.clean_x)
+        self.greedy_margin = math.inf
+        self.greedy_seconds = {"wall": 0.0, "cpu": 0.0}
+        if greedy_start and space.fixed_features and space.global_budget > 0:
+            self._add_greedy_solution()
+        self.build_times = {
+            "wall": time.perf_counter() - t0 - self.greedy_seconds["wall"],
+            "cpu": time.process_time() - c0 - self.greedy_seconds["cpu"],
+        }
+        self.build_seconds = self.build_times["wall"]
 
     # ------------------------------------------------------------------------------------------ build
     def _build(self) -> None:
@@ -404,12 +423,22 @@ class CertificationMIP:
                         vals[self.dense_s[d_i][f]] = 1.0 if pre[f] > 0 else 0.0
         return vals
 
-    def _add_clean_solution(self) -> None:
-        vals = self._forward_values(np.zeros(self.space.num_slots, dtype=bool), self.clean_x)
+    def _add_solution(self, flips: np.ndarray, x: np.ndarray) -> bool:
+        vals = self._forward_values(flips, x)
         sol = self.model.createSol()
         for var, val in vals.pairs:
             self.model.setSolVal(sol, var, val)
-        self.model.addSol(sol, free=True)
+        return bool(self.model.addSol(sol, free=True))
+
+    def _add_greedy_solution(self) -> None:
+        """The primal heuristic: the greedy attack (one batched forward pass per flip) as a solution."""
+        w0, c0 = time.perf_counter(), time.process_time()
+        sp = self.space
+        margin, flips = greedy_attack(self.net, sp, self.orig, self.target, restarts=3, seed=0)
+        if flips.any() and not (flips & self.frozen).any() and sp.is_feasible(flips):
+            self._add_solution(flips, sp.x_lb)
+            self.greedy_margin = float(margin)
+        self.greedy_seconds = {"wall": time.perf_counter() - w0, "cpu": time.process_time() - c0}
 
     # ------------------------------------------------------------------------------------------ solve
     def solve(
@@ -431,8 +460,9 @@ class CertificationMIP:
             SCIP's random seed shift.
         threads : int, default 1
         decision : bool, default True
-            Stop once the sign of the optimum is proven (``limits/gap = inf``); False solves to optimality
-            (``limits/gap = 0``).
+            Stop once the sign of the optimum is proven: a positive dual bound (``limits/gap = inf``, as the
+            official code) or an attack with a negative margin (``limits/primal = -1e-6``; the official code
+            waits for a finite dual bound); False solves to optimality (``limits/gap = 0``).
         clock : {"wall", "cpu"}, default "wall"
         params : dict, optional
             Further SCIP parameters.
@@ -444,7 +474,9 @@ class CertificationMIP:
         m = self.model
         m.setParam("limits/time", float(time_limit))
         m.setParam("limits/gap", 1e20 if decision else 0.0)
-        if not decision:
+        if decision:  # an attack below -PRIMAL_STOP decides too, before the dual bound is finite
+            m.setParam("limits/primal", -PRIMAL_STOP)
+        else:
             m.setParam("limits/absgap", 0.0)
         m.setParam("randomization/randomseedshift", int(seed))
         m.setParam("lp/threads", int(threads))
@@ -473,8 +505,8 @@ class CertificationMIP:
             status=status,
             primal=float(primal),
             dual=float(dual),
-            seconds=float(m.getSolvingTime()),
-            build_seconds=self.build_seconds,
+            seconds=float(m.getSolvingTime()) + self.greedy_seconds[clock],
+            build_seconds=self.build_times[clock],
             nodes=int(m.getNNodes()),
             lp_iterations=int(m.getNLPIterations()),
             flips=flips,
