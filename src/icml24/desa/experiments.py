@@ -107,6 +107,30 @@ def _data(s: Setting, seed: int):
     return train, test
 
 
+def _local_and_desa(s, seed: int, models, train, test):
+    """The run's DesaConfig, local training and DeSA on the same clients, and their summaries (both tasks)."""
+    cfg = DesaConfig(
+        rounds=s.rounds,
+        ipc=s.ipc,
+        dm_iterations=s.dm_iterations,
+        dm_batch_real=s.dm_batch_real,
+        dm_net_width=s.dm_net_width,
+        topology=s.topology,
+        lr=s.lr,
+        momentum=s.momentum,
+        anchor_mode=s.anchor_mode,
+        seed=seed,
+    )
+    out: dict[str, float] = {"clients": float(len(train)), "rounds": float(s.rounds)}
+    out.update(_summ("local", local_training(models, train, cfg), test))
+    desa = run_desa(models, train, cfg, backend=s.backend)
+    out.update(_summ("desa", desa.models, test))
+    out["desa_seconds"] = desa.seconds
+    out["desa_multiprocess"] = float(desa.backend == "gloo")
+    out["desa_bytes_per_client"] = float(np.mean(desa.bytes_sent))
+    return cfg, out, desa
+
+
 def _summ(prefix: str, models, test) -> dict[str, float]:
     return {f"{prefix}_{k}": v for k, v in domain_summary(accuracy_matrix(models, test)).items()}
 
@@ -130,25 +154,7 @@ def run_all(scale: Scale, seed: int) -> dict[str, float]:
     train, test = _data(s, seed)
     n = len(train)
     models = client_models(n, s.conv_width, s.alex_width, seed)
-    cfg = DesaConfig(
-        rounds=s.rounds,
-        ipc=s.ipc,
-        dm_iterations=s.dm_iterations,
-        dm_batch_real=s.dm_batch_real,
-        dm_net_width=s.dm_net_width,
-        topology=s.topology,
-        lr=s.lr,
-        momentum=s.momentum,
-        anchor_mode=s.anchor_mode,
-        seed=seed,
-    )
-    out: dict[str, float] = {"clients": float(n), "rounds": float(s.rounds)}
-    out.update(_summ("local", local_training(models, train, cfg), test))
-    desa = run_desa(models, train, cfg, backend=s.backend)
-    out.update(_summ("desa", desa.models, test))
-    out["desa_seconds"] = desa.seconds
-    out["desa_multiprocess"] = float(desa.backend == "gloo")
-    out["desa_bytes_per_client"] = float(np.mean(desa.bytes_sent))
+    cfg, out, desa = _local_and_desa(s, seed, models, train, test)
     out["desa_bytes_anchors_per_client"] = float(np.mean(desa.bytes_anchors))
     out["desa_bytes_logits_per_round"] = float(np.mean(desa.bytes_logits)) / s.rounds
     no_kd = run_desa(models, train, replace(cfg, lambda_kd=0.0), local_anchors=desa.local_anchors)
@@ -253,25 +259,7 @@ def run_fashion(scale: Scale, seed: int) -> dict[str, float]:
     test = [(norm(d.x_test), torch.from_numpy(d.y_test)) for d in ds]
     n = len(train)
     models = client_models(n, s.conv_width, s.alex_width, seed)
-    cfg = DesaConfig(
-        rounds=s.rounds,
-        ipc=s.ipc,
-        dm_iterations=s.dm_iterations,
-        dm_batch_real=s.dm_batch_real,
-        dm_net_width=s.dm_net_width,
-        topology=s.topology,
-        lr=s.lr,
-        momentum=s.momentum,
-        anchor_mode=s.anchor_mode,
-        seed=seed,
-    )
-    out: dict[str, float] = {"clients": float(n), "rounds": float(s.rounds)}
-    out.update(_summ("local", local_training(models, train, cfg), test))
-    desa = run_desa(models, train, cfg, backend=s.backend)
-    out.update(_summ("desa", desa.models, test))
-    out["desa_seconds"] = desa.seconds
-    out["desa_multiprocess"] = float(desa.backend == "gloo")
-    out["desa_bytes_per_client"] = float(np.mean(desa.bytes_sent))
+    cfg, out, desa = _local_and_desa(s, seed, models, train, test)
     out["desa_min_inter_gain"] = min(out[f"desa_inter_{i}"] - out[f"local_inter_{i}"] for i in range(n))
     out["desa_inter_gain"] = out["desa_inter"] - out["local_inter"]
     out["desa_intra_drop"] = out["local_intra"] - out["desa_intra"]
