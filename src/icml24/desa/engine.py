@@ -874,6 +874,7 @@ def spawn_clients(
                     if p.exitcode not in (None, 0) and i not in failed and i not in ghosts
                 ]
                 if dead:
+                    # once per death: give a client that is exiting the moment to finish writing its .err file
                     time.sleep(0.2)
                     for i, code in dead:
                         failed[i] = _why(out_dir, i, code)
