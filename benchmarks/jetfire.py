@@ -1,16 +1,24 @@
 """Jetfire's speed against its peers, in one process, as ratios (median of repeats, threads fixed and printed).
 
 CPU (always):
-1. the raw GEMM limit: ``torch._int_mm`` (INT8 x INT8 -> INT32, oneDNN VNNI) against FP32 and BF16 matmul;
+1. the raw GEMM limit: ``torch._int_mm`` (INT8 x INT8 -> INT32, oneDNN VNNI) against FP32 and BF16 matmul, and
+   Jetfire's block-scaled GEMM by the fused AVX512-VNNI kernel (``backend="cpu-vnni"``) where it is built;
 2. one linear layer's forward + backward (tokens = in = out = n): FP32, BF16 weights and inputs, per-tensor INT8
-   and SwitchBack (one ``_int_mm`` per GEMM), Jetfire (block-scaled: one ``_int_mm`` per 32-wide K chunk),
-   torchao's INT8 mixed-precision training where it imports;
-3. one GPT-2 block's training step (forward + backward): FP32, BF16 autocast, per-tensor INT8, Jetfire.
+   and SwitchBack (one ``_int_mm`` per GEMM), Jetfire with the torch-ops GEMM (one ``_int_mm`` per 32-wide K
+   chunk) and with the fused CPU kernel, torchao's INT8 mixed-precision training where it imports;
+3. one GPT-2 block's training step (forward + backward): FP32, BF16 autocast, per-tensor INT8, Jetfire (its GEMMs
+   on the fused kernel when it is built, else torch ops; the line says which).
+
+The fused kernel is opt-in: ``--cpu-kernel`` builds it (a minute or two the first time, then cached in torch's
+extension directory); without the flag its rows appear only when it is already built. ``--cpu-time`` times the
+calling thread's CPU time (``time.thread_time``, minimum of the repeats) instead of wall time: with one thread it
+is robust to other processes loading the machine. The load average is printed with the results.
 
 GPU (only when CUDA is present; H100/H200-class): INT8 ``torch._int_mm`` vs BF16 matmul vs FP8 ``torch._scaled_mm``
 at 4096-16384, and Jetfire's block GEMM (the Triton kernel and the torch-ops path) and linear layer against BF16.
 
-Run: ``python benchmarks/jetfire.py [--threads 1] [--repeats 3] [--sizes 1024 2048] [--block-tokens 2048]``.
+Run: ``python benchmarks/jetfire.py [--threads 1] [--repeats 3] [--sizes 1024 2048] [--block-tokens 2048]
+[--cpu-kernel] [--cpu-time]``.
 Results are saved to ``runs/bench-jetfire.json``.
 """
 
@@ -18,25 +26,44 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 from pathlib import Path
 
 import torch
 
+CLOCK = {"cpu_time": False}  # set by --cpu-time
+
 
 def _median_time(fn, repeats: int, sync=None) -> float:
     fn()
     if sync:
         sync()
+    clock = time.thread_time if CLOCK["cpu_time"] and sync is None else time.perf_counter
     ts = []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
         if sync:
             sync()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+        ts.append(clock() - t0)
+    return min(ts) if clock is time.thread_time else statistics.median(ts)
+
+
+def cpu_kernel_ready() -> bool:
+    """Whether the fused CPU kernel is loaded (it is loaded here when built in the cache).
+
+    Returns
+    -------
+    bool
+    """
+    from icml24.jetfire import cpu
+
+    if not cpu.vnni_supported() or not cpu.cpu_kernel_built():
+        return False
+    cpu.load_cpu_kernel()
+    return True
 
 
 def raw_gemm(n: int, repeats: int) -> dict:
@@ -51,15 +78,21 @@ def raw_gemm(n: int, repeats: int) -> dict:
     -------
     dict
     """
+    from icml24.jetfire import block_matmul, quantize_blocks
+
     a = torch.randint(-127, 128, (n, n), dtype=torch.int8)
     b = torch.randint(-127, 128, (n, n), dtype=torch.int8)
     af, bf = a.float(), b.float()
     ab, bb = af.bfloat16(), bf.bfloat16()
-    return {
+    t = {
         "int8": _median_time(lambda: torch._int_mm(a, b), repeats),
         "fp32": _median_time(lambda: af @ bf, repeats),
         "bf16": _median_time(lambda: ab @ bb, repeats),
     }
+    if cpu_kernel_ready():  # Jetfire's block GEMM Y = A B^T, the operands' INT8 packing included
+        qa, qb = quantize_blocks(torch.randn(n, n)), quantize_blocks(torch.randn(n, n))
+        t["block_vnni"] = _median_time(lambda: block_matmul(qa, qb, backend="cpu-vnni"), repeats)
+    return t
 
 
 def linear_step(n: int, repeats: int) -> dict:
@@ -84,8 +117,10 @@ def linear_step(n: int, repeats: int) -> dict:
         "bf16": (torch.nn.Linear(n, n).bfloat16(), x.bfloat16()),
         "per_tensor": (Int8Linear.from_linear(ref, scheme="per_tensor"), x),
         "switchback": (Int8Linear.from_linear(ref, scheme="switchback"), x),
-        "jetfire": (JetfireLinear.from_linear(ref), x),
+        "jetfire": (JetfireLinear.from_linear(ref, backend="torch"), x),
     }
+    if cpu_kernel_ready():
+        layers["jetfire_vnni"] = (JetfireLinear.from_linear(ref, backend="cpu-vnni"), x)
     try:
         layers["torchao_int8_mp"] = (torchao_int8_mixed_precision(torch.nn.Sequential(ref))[0], x)
     except Exception as exc:  # noqa: BLE001 - the optional peer is reported, not required
@@ -230,19 +265,37 @@ def main() -> None:
     ap.add_argument("--block-tokens", type=int, default=2048)
     ap.add_argument("--block-d", type=int, default=512)
     ap.add_argument("--skip-cpu", action="store_true")
+    ap.add_argument("--cpu-kernel", action="store_true", help="build the fused VNNI kernel if needed")
+    ap.add_argument("--cpu-time", action="store_true", help="time CPU time of the calling thread (use 1 thread)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    res: dict = {"threads": torch.get_num_threads(), "cpu": {}}
-    print(f"threads {torch.get_num_threads()}; timings are medians of {args.repeats}; ratios are baseline / method")
+    CLOCK["cpu_time"] = args.cpu_time
+    res: dict = {"threads": torch.get_num_threads(), "cpu": {}, "clock": "thread CPU time" if args.cpu_time else "wall"}
+    what = f"minimum of {args.repeats} thread CPU times" if args.cpu_time else f"medians of {args.repeats} wall times"
+    print(f"threads {torch.get_num_threads()}; timings are {what}; ratios are baseline / method")
+    load0 = os.getloadavg()
+    if args.cpu_kernel and not args.skip_cpu:
+        from icml24.jetfire import cpu
+
+        cpu.load_cpu_kernel()
+        res["cpu_kernel_load_s"] = cpu.build_seconds()
+        print(f"fused CPU kernel: built or loaded in {cpu.build_seconds():.1f} s")
     if not args.skip_cpu:
-        print("\nraw GEMM (n x n x n):")
-        print(f"{'n':>6} {'int8 ms':>9} {'fp32 ms':>9} {'bf16 ms':>9} {'fp32/int8':>10} {'bf16/int8':>10}")
+        print("\nraw GEMM (n x n x n; block_vnni: Jetfire's block-scaled GEMM by the fused kernel, packing included):")
+        print(
+            f"{'n':>6} {'int8 ms':>9} {'fp32 ms':>9} {'bf16 ms':>9} {'fp32/int8':>10} {'bf16/int8':>10} "
+            f"{'vnni ms':>8} {'int8/vnni':>10} {'bf16/vnni':>10} {'fp32/vnni':>10}"
+        )
         for n in args.sizes:
             t = raw_gemm(n, args.repeats)
             res["cpu"].setdefault("raw", {})[n] = t
+            kern = "      (fused kernel not built: --cpu-kernel)"
+            if "block_vnni" in t:
+                v = t["block_vnni"]
+                kern = f" {v * 1e3:>8.1f} {t['int8'] / v:>10.2f} {t['bf16'] / v:>10.2f} {t['fp32'] / v:>10.2f}"
             print(
                 f"{n:>6} {t['int8'] * 1e3:>9.1f} {t['fp32'] * 1e3:>9.1f} {t['bf16'] * 1e3:>9.1f} "
-                f"{t['fp32'] / t['int8']:>10.2f} {t['bf16'] / t['int8']:>10.2f}"
+                f"{t['fp32'] / t['int8']:>10.2f} {t['bf16'] / t['int8']:>10.2f}" + kern
             )
         print("\nlinear layer forward + backward (n tokens, n -> n):")
         for n in args.sizes:
@@ -255,7 +308,14 @@ def main() -> None:
                 f"per_tensor/jetfire {t['per_tensor'] / t['jetfire']:.2f}, bf16/per_tensor "
                 f"{t['bf16'] / t['per_tensor']:.2f}"
             )
-        print(f"\nGPT-2 block training step ({args.block_tokens} tokens, d = {args.block_d}):")
+            if "jetfire_vnni" in t:
+                v = t["jetfire_vnni"]
+                print(
+                    f"{'':>6} fused: fp32/jetfire_vnni {t['fp32'] / v:.2f}, bf16/jetfire_vnni {t['bf16'] / v:.2f}"
+                    f", jetfire(torch ops)/jetfire_vnni {t['jetfire'] / v:.2f} (goal: 2.5 and 1.3)"
+                )
+        gemm = "fused CPU kernel" if cpu_kernel_ready() else "torch ops"
+        print(f"\nGPT-2 block training step ({args.block_tokens} tokens, d = {args.block_d}; Jetfire GEMMs: {gemm}):")
         t = block_step(args.block_tokens, args.block_d, args.repeats)
         res["cpu"]["block"] = t
         print(" ".join(f"{k} {v * 1e3:.0f} ms" for k, v in t.items()))
@@ -268,6 +328,8 @@ def main() -> None:
         res["gpu"] = gpu_part(args.repeats)
     else:
         print("\nno CUDA device: the GPU part (INT8 vs BF16 vs FP8 _scaled_mm) is skipped")
+    res["loadavg_1min"] = (load0[0], os.getloadavg()[0])
+    print(f"load average (1 min) at start {load0[0]:.2f}, at end {res['loadavg_1min'][1]:.2f} on {os.cpu_count()} CPUs")
     out = Path("runs") / "bench-jetfire.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(res, indent=1, default=str))

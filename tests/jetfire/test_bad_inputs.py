@@ -76,6 +76,7 @@ CASES = [
     bad("block_matmul", "rounding", lambda: block_matmul(QA, QB, rounding="floor"), kind="name"),
     bad("block_matmul", "backend", lambda: block_matmul(QA, QB, backend="cublas"), kind="name"),
     bad("block_matmul", "backend", lambda: block_matmul(QA, QB, backend="triton"), kind="triton-on-cpu"),
+    bad("block_matmul", "backend", lambda: block_matmul(QB16, QB16, backend="cpu-vnni"), kind="cpu-block-16"),
     # ------------------------------------------------------------------------------------------ BlockQuant
     bad("BlockQuant.from_autograd", "data", lambda: BlockQuant.from_autograd(QA.scales, SCALES, (40, 48), 32)),
     bad("BlockQuant.from_autograd", "data", lambda: BlockQuant.from_autograd(None, SCALES, (40, 48), 32), kind="none"),
@@ -88,6 +89,8 @@ CASES = [
     bad("JetfireLinear", "block_size", lambda: JetfireLinear(4, 4, block_size=12), kind="not-power-of-two"),
     bad("JetfireLinear", "int8_output", lambda: JetfireLinear(4, 4, int8_output="yes"), kind="type"),
     bad("JetfireLinear", "seed", lambda: JetfireLinear(4, 4, seed=-1), kind="range"),
+    bad("JetfireLinear", "backend", lambda: JetfireLinear(4, 4, backend="vnni"), kind="name"),
+    bad("JetfireLinear", "backend", lambda: JetfireLinear(4, 4, block_size=16, backend="cpu-vnni"), kind="cpu-16"),
     bad("JetfireLinear.forward", "x", lambda: JL(torch.randn(3, 5)), JL, kind="shape"),
     bad("JetfireLinear.forward", "x", lambda: JL(torch.ones(3, 8, dtype=torch.long)), JL, kind="dtype"),
     bad("JetfireLinear.from_linear", "linear", lambda: JetfireLinear.from_linear(CONV), CONV, kind="unsupported"),

@@ -20,8 +20,17 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import InputError
-from ..validation import check_bool, check_seed
-from .quant import BLOCK, BlockQuant, block_matmul, check_block_size, quantize_raw
+from ..validation import check_bool, check_choice, check_seed
+from .quant import (
+    BACKENDS,
+    BLOCK,
+    BlockQuant,
+    block_matmul,
+    check_block_size,
+    check_cpu_backend,
+    dequantize_raw,
+    quantize_raw,
+)
 
 _ATTN_INPUT_NAMES = ("c_attn", "q_proj", "k_proj", "v_proj", "qkv", "query", "key", "value", "qkv_proj")
 
@@ -38,11 +47,15 @@ class QuantState:
         Noise of the stochastic rounding of gradients (seeded per layer; no global RNG).
     int8_output : bool
         Requantize the output per block (INT8 data flow) or keep it in floating point.
+    backend : str, default "auto"
+        Backend of the block GEMMs (see :func:`icml24.jetfire.block_matmul`); where it is the fused CPU
+        kernel, quantization and dequantization run in the same extension.
     """
 
     block: int
     generator: torch.Generator
     int8_output: bool
+    backend: str = "auto"
 
 
 def _as_matrix(x: Tensor) -> Tensor:
@@ -53,7 +66,7 @@ def _q(x2: Tensor, st: QuantState, rounding: str) -> BlockQuant:
     gen = st.generator if rounding == "stochastic" else None
     if x2.device != st.generator.device and rounding == "stochastic":
         gen = None
-    return quantize_raw(x2, st.block, rounding, gen)
+    return quantize_raw(x2, st.block, rounding, gen, st.backend)
 
 
 class _JetfireLinearFn(torch.autograd.Function):
@@ -69,11 +82,11 @@ class _JetfireLinearFn(torch.autograd.Function):
         x2 = _as_matrix(x)
         qx = _q(x2, st, "nearest")
         qw = _q(weight.to(torch.float32), st, "nearest")  # weights requantized from the FP master copy
-        y = block_matmul(qx, qw)
+        y = block_matmul(qx, qw, backend=st.backend)
         if bias is not None:
             y = y + bias.to(torch.float32)
         if st.int8_output:
-            y = _q(y, st, "nearest").dequantize()
+            y = dequantize_raw(_q(y, st, "nearest"), st.backend)
         ctx.save_for_backward(qx.data, qx.scales, qw.data, qw.scales)
         ctx.meta = (qx.shape, qw.shape, st, bias is not None, x.dtype, weight.dtype, x.shape)
         return y.reshape(*x.shape[:-1], weight.shape[0]).to(x.dtype)
@@ -88,10 +101,12 @@ class _JetfireLinearFn(torch.autograd.Function):
         qg = _q(g2, st, "stochastic")
         gx = gw = gb = None
         if ctx.needs_input_grad[0]:
-            gx = block_matmul(qg, qw.t(), out="int8", rounding="stochastic", generator=_gen(st, g2))
-            gx = gx.dequantize().reshape(full).to(xdtype)
+            gx = block_matmul(qg, qw.t(), out="int8", rounding="stochastic", generator=_gen(st, g2), backend=st.backend)
+            gx = dequantize_raw(gx, st.backend).reshape(full).to(xdtype)
         if ctx.needs_input_grad[1]:
-            gw = block_matmul(qg.t(), qx.t()).to(wdtype)  # FP output, kept high precision for the optimizer
+            gw = block_matmul(qg.t(), qx.t(), backend=st.backend).to(
+                wdtype
+            )  # FP output, kept high precision for the optimizer
         if has_bias and ctx.needs_input_grad[2]:
             gb = g2.sum(0).to(wdtype)
         return gx, gw, gb, None
@@ -112,12 +127,12 @@ class _JetfireOpFn(torch.autograd.Function):
     @staticmethod
     def _forward(ctx, x, st: QuantState, fn, *params):
         qx = _q(_as_matrix(x), st, "nearest")
-        xd = qx.dequantize().reshape(x.shape)
+        xd = dequantize_raw(qx, st.backend).reshape(x.shape)
         with torch.no_grad():
             y = fn(xd, *[p.to(torch.float32) for p in params])
         y2 = _as_matrix(y)
         if st.int8_output:
-            y2 = _q(y2, st, "nearest").dequantize()
+            y2 = dequantize_raw(_q(y2, st, "nearest"), st.backend)
         ctx.save_for_backward(qx.data, qx.scales)
         ctx.meta = (qx.shape, st, fn, x.shape, x.dtype)
         ctx.params = params  # parameters, not activations: held by reference
@@ -127,19 +142,20 @@ class _JetfireOpFn(torch.autograd.Function):
     def backward(ctx, g):
         xd_, xs = ctx.saved_tensors
         xshape, st, fn, full, xdtype = ctx.meta
-        xd = BlockQuant(xd_, xs, xshape, st.block).dequantize().reshape(full).requires_grad_(True)
+        xd = dequantize_raw(BlockQuant(xd_, xs, xshape, st.block), st.backend).reshape(full).requires_grad_(True)
         with torch.autocast(xd.device.type, enabled=False):
             return _JetfireOpFn._backward(ctx, g, xd, st, fn, full, xdtype)
 
     @staticmethod
     def _backward(ctx, g, xd, st, fn, full, xdtype):
-        gd = _q(_as_matrix(g), st, "stochastic").dequantize().reshape(g.shape)
+        gd = dequantize_raw(_q(_as_matrix(g), st, "stochastic"), st.backend).reshape(g.shape)
         params = [p.detach().to(torch.float32).requires_grad_(p.requires_grad) for p in ctx.params]
         with torch.enable_grad():
             y = fn(xd, *params)
             want = [xd] + [p for p in params if p.requires_grad]
             grads = list(torch.autograd.grad(y, want, gd))
-        gx = _q(_as_matrix(grads.pop(0)), st, "stochastic").dequantize().reshape(full).to(xdtype)
+        gx = dequantize_raw(_q(_as_matrix(grads.pop(0)), st, "stochastic"), st.backend)
+        gx = gx.reshape(full).to(xdtype)
         out = [grads.pop(0).to(p.dtype) if q.requires_grad else None for p, q in zip(ctx.params, params)]
         return (gx, None, None, *out)
 
@@ -163,6 +179,9 @@ class JetfireLinear(nn.Module):
         Requantize the output per block (Jetfire's out-projection, FC1 and FC2 do; QKV does not).
     seed : int, default 0
         Seed of the stochastic-rounding generator.
+    backend : {"auto", "triton", "torch", "cpu-vnni"}, default "auto"
+        Backend of the three block GEMMs (:func:`icml24.jetfire.block_matmul`); ``"cpu-vnni"`` builds the
+        fused CPU kernel now (a minute or two the first time, then cached) and also quantizes with it.
     device, dtype : optional
         Of the parameters.
     """
@@ -176,6 +195,7 @@ class JetfireLinear(nn.Module):
         block_size: int = BLOCK,
         int8_output: bool = False,
         seed: int = 0,
+        backend: str = "auto",
         device=None,
         dtype=None,
     ) -> None:
@@ -186,6 +206,10 @@ class JetfireLinear(nn.Module):
         self.block_size = check_block_size(block_size)
         self.int8_output = check_bool(int8_output, "int8_output")
         self.seed = check_seed(seed)
+        self.backend = check_choice(backend, "backend", BACKENDS)
+        if self.backend == "cpu-vnni":  # refuse early, with the fix, where the kernel cannot run
+            probe = torch.zeros(0, 0, dtype=torch.int8, device=device)
+            check_cpu_backend(BlockQuant(probe, torch.zeros(0, 0), (0, 0), self.block_size))
         self.in_features, self.out_features = in_features, out_features
         ref = nn.Linear(in_features, out_features, bias=bias, device=device, dtype=dtype)
         self.weight = ref.weight
@@ -194,7 +218,13 @@ class JetfireLinear(nn.Module):
 
     @classmethod
     def from_linear(
-        cls, linear: nn.Module, *, block_size: int = BLOCK, int8_output: bool = False, seed: int = 0
+        cls,
+        linear: nn.Module,
+        *,
+        block_size: int = BLOCK,
+        int8_output: bool = False,
+        seed: int = 0,
+        backend: str = "auto",
     ) -> "JetfireLinear":
         """A Jetfire copy of an ``nn.Linear`` (or a transformers ``Conv1D``, whose weight is ``(in, out)``).
 
@@ -205,6 +235,7 @@ class JetfireLinear(nn.Module):
         block_size : int, default 32
         int8_output : bool, default False
         seed : int, default 0
+        backend : {"auto", "triton", "torch", "cpu-vnni"}, default "auto"
 
         Returns
         -------
@@ -219,6 +250,7 @@ class JetfireLinear(nn.Module):
             block_size=block_size,
             int8_output=int8_output,
             seed=seed,
+            backend=backend,
             device=w.device,
             dtype=w.dtype,
         )
@@ -238,7 +270,7 @@ class JetfireLinear(nn.Module):
     def _state(self, device) -> QuantState:
         if self._gen is None or self._gen.device != torch.device(device):
             self._gen = torch.Generator(device=device).manual_seed(self.seed)
-        return QuantState(self.block_size, self._gen, self.int8_output)
+        return QuantState(self.block_size, self._gen, self.int8_output, getattr(self, "backend", "auto"))
 
     def forward(self, x: Tensor) -> Tensor:
         """Apply the layer.

@@ -20,13 +20,15 @@ from torch import Tensor
 
 from ..errors import InputError
 from ..validation import check_choice, check_int, check_tensor
+from .cpu import MIN_BLOCK as CPU_MIN_BLOCK
+from .cpu import cpu_kernel_usable, load_cpu_kernel, vnni_block_matmul, vnni_dequantize, vnni_quantize
 from .gpu import triton_available, triton_block_matmul
 
 BLOCK = 32  # official QArgs.qgroup_size_lin = qgroup_size_non = 32
 QMAX = 127.0
 ROUNDINGS = ("nearest", "stochastic")
 GRANULARITIES = ("block", "tensor", "token", "channel")
-BACKENDS = ("auto", "triton", "torch")
+BACKENDS = ("auto", "triton", "torch", "cpu-vnni")
 
 
 def check_block_size(block_size, name: str = "block_size") -> int:
@@ -137,11 +139,13 @@ class BlockQuant:
     def t(self) -> "BlockQuant":
         """The transpose: square blocks transpose into the blocks of the transpose (no requantization).
 
+        The data and scales are transposed views (no copy); the GEMM backends read them through their strides.
+
         Returns
         -------
         BlockQuant
         """
-        return BlockQuant(self.data.t().contiguous(), self.scales.t().contiguous(), self.shape[::-1], self.block)
+        return BlockQuant(self.data.t(), self.scales.t(), self.shape[::-1], self.block)
 
     def nbytes(self) -> int:
         """Bytes held: the INT8 data and the FP32 scales.
@@ -214,7 +218,7 @@ def _quantize_blocks(x: Tensor, block: int, rounding: str, generator) -> BlockQu
     return BlockQuant(q.view(mp, np_), scales, (m, n), block)
 
 
-def quantize_raw(x: Tensor, block: int, rounding: str, generator=None) -> BlockQuant:
+def quantize_raw(x: Tensor, block: int, rounding: str, generator=None, backend: str = "torch") -> BlockQuant:
     """:func:`quantize_blocks` without argument checks, for the layers' inner loops.
 
     Parameters
@@ -224,12 +228,39 @@ def quantize_raw(x: Tensor, block: int, rounding: str, generator=None) -> BlockQ
     block : int
     rounding : {"nearest", "stochastic"}
     generator : torch.Generator, optional
+    backend : str, default "torch"
+        One of ``BACKENDS``: where :func:`block_matmul` would run the fused CPU kernel, the quantization runs
+        in the same extension (same INT8 data with round to nearest; stochastic noise drawn from a hash seeded
+        by one draw of ``generator``).
 
     Returns
     -------
     BlockQuant
     """
+    if backend in ("auto", "cpu-vnni") and use_cpu_kernel(x, block, backend):
+        seed = 0
+        if rounding == "stochastic":
+            seed = int(torch.randint(-(2**62), 2**62, (1,), generator=generator, device=x.device))
+        data, scales = vnni_quantize(x, block, rounding == "stochastic", seed)
+        return BlockQuant(data, scales, (int(x.shape[0]), int(x.shape[1])), block)
     return _quantize_blocks(x, block, rounding, generator)
+
+
+def dequantize_raw(q: BlockQuant, backend: str = "torch") -> Tensor:
+    """``q.dequantize()`` (FP32), by the CPU extension where :func:`block_matmul` would use it.
+
+    Parameters
+    ----------
+    q : BlockQuant
+    backend : str, default "torch"
+
+    Returns
+    -------
+    torch.Tensor
+    """
+    if backend in ("auto", "cpu-vnni") and use_cpu_kernel(q.data, q.block, backend):
+        return vnni_dequantize(q.data, q.scales, q.block, q.shape)
+    return q.dequantize()
 
 
 def quantize_blocks(
@@ -379,9 +410,12 @@ def block_matmul(
         Rounding of the INT8 output (stochastic for the input-gradient GEMM).
     generator : torch.Generator, optional
         Noise of stochastic rounding.
-    backend : {"auto", "triton", "torch"}, default "auto"
+    backend : {"auto", "triton", "torch", "cpu-vnni"}, default "auto"
         ``"triton"``: one fused Triton kernel (CUDA, blocks of 32 to 128, as the official kernels);
-        ``"torch"``: one ``torch._int_mm`` per K chunk (CPU and CUDA); ``"auto"``: Triton where it runs.
+        ``"cpu-vnni"``: one fused C++ AVX512-VNNI kernel (CPU, blocks that are multiples of 32; compiled on
+        first use, a minute or two, then cached, see :mod:`icml24.jetfire.cpu`); ``"torch"``: one
+        ``torch._int_mm`` per K chunk (CPU and CUDA); ``"auto"``: Triton where it runs, the CPU kernel where
+        it is already built (or ``ICML24_JETFIRE_CPU_KERNEL=1`` asks to build it), else ``"torch"``.
 
     Returns
     -------
@@ -392,7 +426,8 @@ def block_matmul(
     ------
     InputError
         If the operands are not :class:`BlockQuant`, differ in block size or inner dimension, or live on
-        different devices, or ``backend="triton"`` cannot run on them.
+        different devices, or ``backend="triton"`` / ``"cpu-vnni"`` cannot run on them (the message says
+        what to do).
     """
     for name, v in (("a", a), ("b", b)):
         if not isinstance(v, BlockQuant):
@@ -413,10 +448,55 @@ def block_matmul(
             f"backend='triton' needs Triton, CUDA operands and a block of 32 to 128 (got {a.data.device}, "
             f"block {a.block}): use backend='auto' or 'torch'"
         )
+    if backend == "cpu-vnni":
+        check_cpu_backend(a)
     y = _block_matmul(a, b, backend)
     if out == "float":
         return y
-    return _quantize_blocks(y, a.block, rounding, _check_generator(generator))
+    return quantize_raw(y, a.block, rounding, _check_generator(generator), backend)
+
+
+def check_cpu_backend(a: BlockQuant) -> None:
+    """Refuse ``backend="cpu-vnni"`` where the CPU kernel cannot run, and build it if it can.
+
+    Parameters
+    ----------
+    a : BlockQuant
+        An operand.
+
+    Raises
+    ------
+    InputError
+        On a non-CPU operand, a block that is not a multiple of 32, a CPU without AVX512-VNNI or a missing
+        compiler.
+    """
+    if a.data.device.type != "cpu" or a.block < CPU_MIN_BLOCK or a.block % CPU_MIN_BLOCK:
+        raise InputError(
+            f"backend='cpu-vnni' needs CPU operands and a block that is a multiple of {CPU_MIN_BLOCK} "
+            f"(got {a.data.device}, block {a.block}): use backend='auto' or 'torch'"
+        )
+    load_cpu_kernel()
+
+
+def use_cpu_kernel(x: Tensor, block: int, backend: str) -> bool:
+    """Whether :func:`block_matmul` runs the fused CPU kernel for an operand and backend.
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        An operand's data.
+    block : int
+        Its block size.
+    backend : str
+        One of ``BACKENDS``.
+
+    Returns
+    -------
+    bool
+    """
+    if backend == "cpu-vnni":
+        return x.device.type == "cpu" and block >= CPU_MIN_BLOCK and block % CPU_MIN_BLOCK == 0
+    return backend == "auto" and cpu_kernel_usable(x, block)
 
 
 def _chunk_product(a: Tensor, bt: Tensor) -> Tensor:
@@ -431,10 +511,12 @@ def _block_matmul(a: BlockQuant, b: BlockQuant, backend: str = "auto") -> Tensor
     blk = a.block
     if backend != "torch" and triton_available(a.data, blk):
         return triton_block_matmul(a.data, a.scales, b.data, b.scales, blk)[: a.shape[0], : b.shape[0]]
+    if use_cpu_kernel(a.data, blk, backend):
+        return vnni_block_matmul(a.data, a.scales, b.data, b.scales, blk)[: a.shape[0], : b.shape[0]]
     mp, kp = a.data.shape
     np_, kb = b.data.shape[0], kp // blk
     acc = torch.zeros(mp, np_, dtype=torch.float32, device=a.data.device)
-    a_chunks = a.data.view(mp, kb, blk).transpose(0, 1).contiguous()  # (kb, Mp, B): one copy, K-chunk major
+    a_chunks = a.data.reshape(mp, kb, blk).transpose(0, 1).contiguous()  # (kb, Mp, B): one copy, K-chunk major
     bt = b.data.t().contiguous()  # (Kp, Np)
     sa = a.scales.repeat_interleave(blk, 0)  # (Mp, kb)
     sb = b.scales.repeat_interleave(blk, 0).t().contiguous()  # (kb, Np)
