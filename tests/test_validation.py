@@ -78,3 +78,17 @@ def test_messages_stay_on_one_line_for_multiline_reprs():
     with pytest.raises(InputError) as info:
         check_choice(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU()), "act", ["relu"])
     assert "\n" not in str(info.value) and "act" in str(info.value)
+
+
+def test_check_device():
+    from icml24.validation import check_device
+
+    assert check_device("cpu") == torch.device("cpu")
+    assert check_device(torch.device("cpu"), "--device") == torch.device("cpu")
+    assert check_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    for bad in ("gpu", 3.5, None, "meta"):
+        with pytest.raises(InputError, match="device"):
+            check_device(bad)
+    if not torch.cuda.is_available():
+        with pytest.raises(InputError, match="no CUDA device"):
+            check_device("cuda")

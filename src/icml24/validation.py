@@ -26,6 +26,7 @@ __all__ = [
     "check_rng",
     "check_generator",
     "check_choice",
+    "check_device",
     "check_tensor",
     "check_array",
     "check_probability",
@@ -290,6 +291,35 @@ def check_choice(value: Any, name: str, choices: Iterable[str], *, normalise: bo
             if (c.lower().replace("-", "_") if normalise else c) == key:
                 return c
     raise InputError(f"unknown {name} {_describe(value)}", f"choose one of: {', '.join(options)}")
+
+
+def check_device(value: Any, name: str = "device"):
+    """A torch device to run on: ``"cpu"``, ``"cuda"``, ``"cuda:N"``, a ``torch.device``, or ``"auto"`` (CUDA when
+    present, else the CPU).
+
+    Parameters
+    ----------
+    value : str or torch.device
+    name : str, default "device"
+
+    Returns
+    -------
+    torch.device
+    """
+    import torch
+
+    what = f"{name} must be cpu, cuda, cuda:N or auto, got {_describe(value)}"
+    if isinstance(value, str) and value == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(value)
+    except (RuntimeError, TypeError, ValueError):
+        raise InputError(what) from None
+    if dev.type not in ("cpu", "cuda"):
+        raise InputError(what)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise InputError(f"{name} {value}: no CUDA device is present here", f"use {name}='cpu'")
+    return dev
 
 
 def _shape_text(shape: Sequence[int | None]) -> str:

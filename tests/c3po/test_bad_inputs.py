@@ -233,6 +233,7 @@ CASES = [
     ),
     bad("compose_adapters", "adapters", lambda: compose_adapters(MODEL, [MODEL]), MODEL, kind="base"),
     bad("compose_adapters", "weights", lambda: compose_adapters(MODEL, [PEFT], weights=[NAN]), MODEL, kind="nan"),
+    bad("compose_adapters", "mode", lambda: compose_adapters(MODEL, [PEFT], mode="sum"), MODEL, kind="unknown"),
     # ------------------------------------------------------------------------------------ in_context_prompt
     bad("in_context_prompt", "feedback", lambda: in_context_prompt(None, "x"), kind="none"),
     bad("in_context_prompt", "prompt", lambda: in_context_prompt(FB, ""), kind="empty"),
@@ -261,6 +262,7 @@ def test_refuses(case):
 def test_every_public_callable_is_covered():
     exempt = {
         "FeedbackResult": "plain record of a training run's outcome",
+        "ComposedFeedback": "built by compose_adapters, which checks the adapters, weights and mode (covered above)",
         "FeedbackData": "plain record of the pipeline's output (rows() checks its split, covered above)",
     }
     assert coverage_gaps(c3po, CASES, exempt=exempt) == {}

@@ -202,25 +202,58 @@ def test_sequence_kl_is_zero_at_start_and_positive_after_training():
     assert float(sequence_kl(fresh, None, TOK, ps, ys).abs().max()) == 0.0
 
 
-def test_composition_sums_the_adapters_and_saved_adapters_load(tmp_path):
+@pytest.mark.parametrize("mode", ["weights", "logits"])
+def test_composition_sums_the_adapters_and_saved_adapters_load(tmp_path, mode):
     base = tiny()
     a = perturbed(add_lora(base, CFG))
     b = add_lora(base, C3POConfig(**{**CFG.__dict__, "seed": 1}))  # B = 0: adds nothing
     ids = torch.tensor([encode(TOK, "trivia : tell me about peru", "peru has great food", CFG)[0]])
     with torch.no_grad():
         want = a(input_ids=ids).logits
-        both = compose_adapters(base, [a, b])(input_ids=ids).logits
+        both = compose_adapters(base, [a, b], mode=mode)(input_ids=ids).logits
     assert torch.allclose(both, want, atol=1e-5)
     save_adapter(a, tmp_path / "a")
     save_adapter(b, tmp_path / "b")
     with torch.no_grad():
-        loaded = compose_adapters(base, [tmp_path / "a", tmp_path / "b"])(input_ids=ids).logits
+        loaded = compose_adapters(base, [tmp_path / "a", tmp_path / "b"], mode=mode)(input_ids=ids).logits
     assert torch.allclose(loaded, want, atol=1e-5)
     a2 = perturbed(add_lora(base, C3POConfig(**{**CFG.__dict__, "seed": 2})))
     with torch.no_grad():
         delta_a = a(input_ids=ids).logits - base(input_ids=ids).logits
-        two = compose_adapters(base, [a, a2], weights=[1.0, 0.0])(input_ids=ids).logits
+        two = compose_adapters(base, [a, a2], weights=[1.0, 0.0], mode=mode)(input_ids=ids).logits
     assert torch.allclose(two - base(input_ids=ids).logits, delta_a, atol=1e-4)
+
+
+def test_logit_composition_adds_each_adapters_logit_shift_and_decodes_from_it():
+    base = tiny()
+    a = perturbed(add_lora(base, CFG))
+    a2 = perturbed(add_lora(base, C3POConfig(**{**CFG.__dict__, "seed": 2})))
+    ids = torch.tensor([encode(TOK, "trivia : tell me about peru", "peru has great food", CFG)[0]])
+    both = compose_adapters(base, [a, a2], weights=[1.0, 0.5], mode="logits")
+    with torch.no_grad():
+        b0 = base(input_ids=ids).logits
+        want = b0 + (a(input_ids=ids).logits - b0) + 0.5 * (a2(input_ids=ids).logits - b0)
+        assert torch.allclose(both(input_ids=ids).logits, want, atol=1e-5)
+        with both.disable_adapter():
+            assert torch.allclose(both(input_ids=ids).logits, b0, atol=1e-6)
+    prompts = ["give me a recipe for soup", "write a dm to my colleague ana about the budget"]
+    # one adapter at weight 1 decodes exactly as the adapted model (the KV caches and left padding included)
+    assert generate(compose_adapters(base, [a], mode="logits"), TOK, prompts, max_new_tokens=8) == generate(
+        a, TOK, prompts, max_new_tokens=8
+    )
+    # with two adapters, every greedy token is the argmax of the composed logits of the sequence before it
+    pad = TOK.pad_token_id if TOK.pad_token_id is not None else TOK.eos_token_id
+    enc = [TOK(p, add_special_tokens=False)["input_ids"] for p in prompts]
+    n = max(map(len, enc))
+    x = torch.tensor([[pad] * (n - len(e)) + e for e in enc])
+    m = torch.tensor([[0] * (n - len(e)) + [1] * len(e) for e in enc])
+    out = both.generate(x, m, max_new_tokens=6, pad_token_id=pad)
+    full_m = torch.cat([m, torch.ones(2, out.shape[1] - n, dtype=m.dtype)], 1)
+    with torch.no_grad():
+        lg = both(input_ids=out, attention_mask=full_m, position_ids=(full_m.cumsum(-1) - 1).clamp(min=0)).logits
+    assert torch.equal(lg[:, n - 1 : -1].argmax(-1), out[:, n:])
+    sampled = generate(both, TOK, prompts, max_new_tokens=6, do_sample=True, temperature=0.7, top_p=0.7, seed=3)
+    assert sampled == generate(both, TOK, prompts, max_new_tokens=6, do_sample=True, temperature=0.7, top_p=0.7, seed=3)
 
 
 def test_smollm2_arm_runs_end_to_end_on_any_loaded_model(monkeypatch):
@@ -240,3 +273,17 @@ def test_cli_smollm2_refuses_zero_steps(capsys):
 
     assert main(["c3po", "learn", "--model", "smollm2", "--steps", "0"]) != 0
     assert capsys.readouterr().err.strip().splitlines()[0].startswith("error: --steps")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_trains_generates_and_composes_on_cuda():
+    base = tiny().cuda()
+    data = world_data()
+    res = train_feedback(base, TOK, data, method="c3po", config=CFG, steps=3)
+    assert next(res.model.parameters()).is_cuda and all(math.isfinite(v) for v in res.losses)
+    ps = [r[0] for r in data.out_of_scope["train"][:3]]
+    ys = generate(res.model, TOK, ps, max_new_tokens=5, do_sample=True, seed=1)
+    assert float(sequence_kl(res.model, None, TOK, ps, ys).min()) >= 0.0
+    other = train_feedback(base, TOK, data, method="scd", config=CFG, steps=2).model
+    both = compose_adapters(base, [res.model, other], mode="logits")
+    assert generate(both, TOK, ps, max_new_tokens=5) == generate(both.cpu(), TOK, ps, max_new_tokens=5)

@@ -16,7 +16,9 @@ from .baselines import (
     train_scd_negatives,
 )
 from .c3po import (
+    COMPOSE_MODES,
     C3POConfig,
+    ComposedFeedback,
     FeedbackResult,
     add_lora,
     anchor_loss,
@@ -39,6 +41,8 @@ __all__ = [
     "build_feedback_data",
     "word_feedback",
     "C3POConfig",
+    "COMPOSE_MODES",
+    "ComposedFeedback",
     "FeedbackResult",
     "add_lora",
     "anchor_loss",

@@ -380,7 +380,12 @@ def encode(tokenizer, prompt: str, response: str, config: C3POConfig | None = No
     return p + r, [IGNORE] * len(p) + r
 
 
-def _pad(seqs: list[tuple[list[int], list[int]]], pad_id: int) -> tuple[Tensor, Tensor, Tensor]:
+def _device(model) -> torch.device:
+    p = next(iter(model.parameters()), None)
+    return p.device if p is not None else torch.device("cpu")
+
+
+def _pad(seqs: list[tuple[list[int], list[int]]], pad_id: int, device=None) -> tuple[Tensor, Tensor, Tensor]:
     n = max(len(s[0]) for s in seqs)
     ids = torch.full((len(seqs), n), pad_id, dtype=torch.long)
     labels = torch.full((len(seqs), n), IGNORE, dtype=torch.long)
@@ -389,6 +394,8 @@ def _pad(seqs: list[tuple[list[int], list[int]]], pad_id: int) -> tuple[Tensor, 
         ids[i, : len(a)] = torch.tensor(a)
         labels[i, : len(b)] = torch.tensor(b)
         mask[i, : len(a)] = 1
+    if device is not None:
+        return ids.to(device), labels.to(device), mask.to(device)
     return ids, labels, mask
 
 
@@ -640,7 +647,7 @@ def reference_logprobs(policy, chosen, rejected, pad_id: int, batch_size: int = 
         for seqs in (chosen, rejected):
             vals = []
             for lo in range(0, len(seqs), batch_size):
-                ids, labels, mask = _pad(seqs[lo : lo + batch_size], pad_id)
+                ids, labels, mask = _pad(seqs[lo : lo + batch_size], pad_id, _device(policy))
                 vals.append(completion_logprobs(policy(input_ids=ids, attention_mask=mask).logits, labels))
             out.append(torch.cat(vals))
     policy.train(was)
@@ -650,14 +657,14 @@ def reference_logprobs(policy, chosen, rejected, pad_id: int, batch_size: int = 
 def _step_loss(policy, batch, idx, ref, method: str, cfg: C3POConfig, pad: int) -> Tensor:
     b = len(batch)
     if method == "scd":
-        ids, labels, mask = _pad([e[0] for e in batch], pad)
+        ids, labels, mask = _pad([e[0] for e in batch], pad, _device(policy))
         return anchor_loss(policy(input_ids=ids, attention_mask=mask).logits, labels, reduction=cfg.sft_reduction)
     if method == "dpo":
         seqs = [e[0] for e in batch] + [e[1] for e in batch]
     else:  # c3po and scd_negatives: one forward over all parts of the rows
         head = [e[0] for e in batch] + ([e[1] for e in batch] if method == "c3po" else [])
         seqs = head + [e[2] for e in batch] + [e[3] for e in batch]
-    ids, labels, mask = _pad(seqs, pad)
+    ids, labels, mask = _pad(seqs, pad, _device(policy))
     logits = policy(input_ids=ids, attention_mask=mask).logits
     k = 2 * b if method in ("c3po", "dpo") else b
     teacher = None
@@ -780,8 +787,9 @@ def generate(
         for lo in range(0, len(texts), batch_size):
             enc = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts[lo : lo + batch_size]]
             n = max(len(e) for e in enc)
-            ids = torch.tensor([[pad] * (n - len(e)) + e for e in enc])
-            mask = torch.tensor([[0] * (n - len(e)) + [1] * len(e) for e in enc])
+            dev = _device(model)
+            ids = torch.tensor([[pad] * (n - len(e)) + e for e in enc], device=dev)
+            mask = torch.tensor([[0] * (n - len(e)) + [1] * len(e) for e in enc], device=dev)
             kw = dict(do_sample=True, temperature=temperature, top_p=top_p) if do_sample else dict(do_sample=False)
             gen = model.generate(
                 input_ids=ids,
@@ -861,7 +869,7 @@ def sequence_kl(
     cfg = C3POConfig(prompt_template=prompt_template)
     seqs = [encode(tokenizer, p, r, cfg) for p, r in zip(prompts, responses)]
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    ids, labels, mask = _pad(seqs, pad)
+    ids, labels, mask = _pad(seqs, pad, _device(policy))
     with torch.no_grad():
         lp = torch.log_softmax(policy(input_ids=ids, attention_mask=mask).logits.double(), -1)
         if reference is None:
@@ -871,7 +879,7 @@ def sequence_kl(
             lq = torch.log_softmax(reference(input_ids=ids, attention_mask=mask).logits.double(), -1)
     kl = (lp.exp() * (lp - lq)).sum(-1)[:, :-1]  # position t predicts token t + 1
     scored = labels[:, 1:] != IGNORE
-    return torch.where(scored, kl, torch.zeros_like(kl)).sum(1)
+    return torch.where(scored, kl, torch.zeros_like(kl)).sum(1).cpu()
 
 
 # --------------------------------------------------------------------------------------------- adapters
@@ -890,9 +898,170 @@ def save_adapter(model, path) -> None:
     model.save_pretrained(str(path), safe_serialization=True)
 
 
-def compose_adapters(model, adapters: Sequence, *, weights: Sequence[float] | None = None):
-    """Serve several feedbacks together: one copy of the base model carrying the weighted sum of the adapters'
-    updates (PEFT ``add_weighted_adapter`` with ``combination_type="cat"``, exact for any ranks).
+COMPOSE_MODES = ("weights", "logits")
+
+
+class ComposedFeedback(torch.nn.Module):
+    """Several feedback adapters served together in logit space: one base model carrying every adapter, and
+    at each position ``logits = base + sum_i w_i (logits_i - base)`` (a product of experts relative to the base).
+
+    Where each adapter leaves the base model's answers alone outside its own scope (what C3PO's anchor terms train
+    for), the composition is the adapter that owns a prompt's scope and the base model elsewhere. Built by
+    :func:`compose_adapters` with ``mode="logits"``; it costs one forward per adapter plus one of the base.
+
+    Parameters
+    ----------
+    peft_model : peft.PeftModel
+        The base model with the adapters loaded under ``names`` (owned by this object).
+    names : sequence of str
+        Adapter names.
+    weights : sequence of float
+        One weight per adapter.
+    """
+
+    def __init__(self, peft_model, names: Sequence[str], weights: Sequence[float]):
+        super().__init__()
+        self.peft_model = peft_model
+        self.names = list(names)
+        self.weights = [float(w) for w in weights]
+        self.config = peft_model.config
+
+    def _one(self, name, **kw):
+        if name is None:
+            with self.peft_model.disable_adapter():
+                return self.peft_model(**kw)
+        self.peft_model.set_adapter(name)
+        return self.peft_model(**kw)
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, **kwargs):
+        """Composed logits of a batch.
+
+        Parameters
+        ----------
+        input_ids : torch.Tensor
+            ``(B, T)`` token ids.
+        attention_mask : torch.Tensor, optional
+            ``(B, T)`` mask.
+        **kwargs
+            Passed to every forward (e.g. ``position_ids``).
+
+        Returns
+        -------
+        transformers.modeling_outputs.CausalLMOutput
+            ``.logits`` of shape ``(B, T, V)``.
+        """
+        from transformers.modeling_outputs import CausalLMOutput
+
+        kw = dict(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+        base = self._one(None, **kw).logits
+        out = base.clone()
+        for name, w in zip(self.names, self.weights):
+            out = out + w * (self._one(name, **kw).logits - base)
+        return CausalLMOutput(logits=out)
+
+    def disable_adapter(self):
+        """Context manager in which the forward is the base model's alone (``PeftModel.disable_adapter``).
+
+        Returns
+        -------
+        contextlib.AbstractContextManager
+        """
+        return self.peft_model.disable_adapter()
+
+    @torch.no_grad()
+    def generate(
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor | None = None,
+        *,
+        max_new_tokens: int = 64,
+        do_sample: bool = False,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        pad_token_id: int | None = None,
+        eos_token_id: int | None = None,
+        **unused,
+    ) -> Tensor:
+        """Decode from the composed distribution, greedy or sampled (temperature, top-p by transformers'
+        warpers), one KV cache per adapter and one for the base; left padding as ``model.generate``.
+
+        Parameters
+        ----------
+        input_ids : torch.Tensor
+            ``(B, T)`` prompts, left padded.
+        attention_mask : torch.Tensor, optional
+            ``(B, T)``; all ones by default.
+        max_new_tokens : int, default 64
+            Tokens to add at most.
+        do_sample : bool, default False
+            Sample instead of taking the argmax.
+        temperature, top_p : float, default 1.0
+            Sampling settings.
+        pad_token_id, eos_token_id : int, optional
+            Rows that produced ``eos_token_id`` continue with ``pad_token_id``.
+        **unused
+            Other ``generate`` keywords, ignored.
+
+        Returns
+        -------
+        torch.Tensor
+            ``(B, T + n)`` prompts followed by the new tokens.
+        """
+        from transformers import DynamicCache
+        from transformers.generation.logits_process import TemperatureLogitsWarper, TopPLogitsWarper
+
+        ids = input_ids
+        mask = torch.ones_like(ids) if attention_mask is None else attention_mask.to(ids.dtype)
+        pad = eos_token_id if pad_token_id is None else pad_token_id
+        import inspect
+
+        arms = [None, *self.names]
+        caches = [DynamicCache() for _ in arms]
+        params = inspect.signature(self.peft_model.get_base_model().forward).parameters
+        cache_kw = "cache" if "cache" in params else "past_key_values"  # renamed in transformers 5.x
+        done = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)
+        step_ids, pos = ids, (mask.cumsum(-1) - 1).clamp(min=0)
+        warpers = [TemperatureLogitsWarper(temperature)] if do_sample and temperature != 1.0 else []
+        if do_sample and top_p < 1.0:
+            warpers.append(TopPLogitsWarper(top_p))
+        for _ in range(max_new_tokens):
+            lg = []
+            for arm, cache in zip(arms, caches):
+                kw = {"input_ids": step_ids, "attention_mask": mask, "position_ids": pos, cache_kw: cache}
+                out = self._one(arm, use_cache=True, **kw)
+                lg.append(out.logits[:, -1].float())
+            nxt = lg[0].clone()
+            for w, l in zip(self.weights, lg[1:]):
+                nxt = nxt + w * (l - lg[0])
+            if do_sample:
+                for warp in warpers:
+                    nxt = warp(ids, nxt)
+                tok = torch.multinomial(torch.softmax(nxt, -1), 1).squeeze(1)
+            else:
+                tok = nxt.argmax(-1)
+            if pad is not None:
+                tok = torch.where(done, torch.full_like(tok, pad), tok)
+            ids = torch.cat([ids, tok[:, None]], 1)
+            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], 1)
+            step_ids, pos = tok[:, None], pos[:, -1:] + 1
+            if eos_token_id is not None:
+                done = done | (tok == eos_token_id)
+                if bool(done.all()):
+                    break
+        return ids
+
+
+def compose_adapters(
+    model, adapters: Sequence, *, weights: Sequence[float] | None = None, mode: str = "weights"
+):  # fmt: skip
+    """Serve several feedbacks together from one copy of the base model.
+
+    ``mode="weights"`` (default) sums the adapters' weight updates into one LoRA adapter (PEFT
+    ``add_weighted_adapter`` with ``combination_type="cat"``, exact for any ranks): the paper's mixing of LoRA
+    parameters. ``mode="logits"`` (not in the paper) adds the adapters' logit shifts to the base model's logits
+    (:class:`ComposedFeedback`); measured on the assistant world (``icml24 verify c3po``), it keeps adherence less
+    well than mixing, because an adapter's out-of-scope anchor (NLL on the base model's answers) sharpens the base
+    distribution there rather than leaving it alone, and that shift opposes the other feedback.
 
     Parameters
     ----------
@@ -902,17 +1071,21 @@ def compose_adapters(model, adapters: Sequence, *, weights: Sequence[float] | No
         Trained adapted models (:class:`FeedbackResult` ``.model``) or folders written by :func:`save_adapter`.
     weights : sequence of float, optional
         One weight per adapter; all 1 by default.
+    mode : {"weights", "logits"}, default "weights"
+        Where the adapters are combined.
 
     Returns
     -------
-    peft.PeftModel
-        The composed model, its active adapter ``"composed"``.
+    peft.PeftModel or ComposedFeedback
+        ``mode="weights"``: the PEFT model, its active adapter ``"composed"``; ``mode="logits"``: a module with
+        ``forward``, ``generate`` and ``disable_adapter`` like a PEFT model.
     """
     require("peft", extra="lm", what="c3po")
     from pathlib import Path
 
     from peft import PeftModel, get_peft_model_state_dict, set_peft_model_state_dict
 
+    mode = check_choice(mode, "mode", COMPOSE_MODES)
     if isinstance(adapters, (str, Path)) or not isinstance(adapters, Sequence) or len(adapters) < 1:
         raise InputError("adapters must be a non-empty list of PEFT models or folders")
     w = [1.0] * len(adapters) if weights is None else [check_float(x, "weights") for x in weights]
@@ -945,9 +1118,12 @@ def compose_adapters(model, adapters: Sequence, *, weights: Sequence[float] | No
             raise InputError("adapters do not fit the base model", "pass the model the adapters were trained on")
     for p in composed.parameters():
         p.requires_grad_(False)
+    composed.eval()
+    if mode == "logits":
+        return ComposedFeedback(composed, names, w).eval()
     if len(names) == 1 and w[0] == 1.0:
         composed.set_adapter(names[0])
-        return composed.eval()
+        return composed
     composed.add_weighted_adapter(names, w, "composed", combination_type="cat")
     composed.set_adapter("composed")
     return composed.eval()
@@ -976,7 +1152,9 @@ def with_config(config: C3POConfig | None = None, **changes) -> C3POConfig:
 
 __all__ = [
     "METHODS",
+    "COMPOSE_MODES",
     "C3POConfig",
+    "ComposedFeedback",
     "FeedbackResult",
     "add_lora",
     "anchor_loss",

@@ -56,6 +56,9 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "SmolLM2-135M-Instruct (offline), against the base model and in-context, reported",
     )
     p.add_argument("--steps", type=int, default=30, help="C3PO steps of the smollm2 arm (default 30)")
+    p.add_argument(
+        "--device", default="cpu", help="smollm2 arm: cpu, cuda, cuda:N or auto (CUDA when present); default cpu"
+    )
     return p
 
 
@@ -82,21 +85,22 @@ def learn_command(args: argparse.Namespace) -> int:
 
     key = parse_feedback(args.feedback)
     if args.model == "smollm2":
-        from ..validation import check_int
+        from ..validation import check_device, check_int
         from .experiments import smollm2_arm
 
         steps = check_int(args.steps, "--steps", min_val=1)
-        print(f"SmolLM2-135M-Instruct + LoRA: C3PO for {steps} steps on '{args.feedback}' (a few seconds a step)")
-        m = smollm2_arm(steps, key=key, seed=seed)
+        device = check_device(args.device, "--device")
+        print(f"SmolLM2-135M-Instruct + LoRA: C3PO for {steps} steps on '{args.feedback}' on {device}")
+        m = smollm2_arm(steps, key=key, seed=seed, device=device)
         print(
             f"loaded in {m['load_seconds']:.0f} s; data {m['data_seconds']:.0f} s ({m['rows']:.0f} rows); "
             f"{m['seconds_per_step']:.1f} s a step"
         )
-        print(f"{'method':>14} {'adherence':>10} {'near':>6} {'out':>6} {'overgen':>8}")
+        print(f"{'method':>14} {'adherence':>10} {'near':>6} {'out':>6} {'overgen':>8} {'new-word share':>15}")
         for method in ("base", "in_context", "c3po"):
             print(
                 f"{method:>14} {m[f'{method}_adherence']:>10.3f} {m[f'{method}_near']:>6.3f} "
-                f"{m[f'{method}_out']:>6.3f} {m[f'{method}_overgen']:>8.3f}"
+                f"{m[f'{method}_out']:>6.3f} {m[f'{method}_overgen']:>8.3f} {m[f'{method}_new_share']:>15.3f}"
             )
         print(f"C3PO's out-of-scope KL to the base: {m['c3po_kl_out']:.4f} nats")
         return 0

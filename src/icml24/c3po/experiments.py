@@ -40,7 +40,7 @@ from .c3po import (
     sequence_kl,
     train_c3po,
 )
-from .feedback import Feedback, FeedbackData, build_feedback_data, word_feedback
+from .feedback import Feedback, FeedbackData, build_feedback_data, word_feedback, word_pattern
 
 WORLD_TEMPLATE = "feedback : {feedback} ; {prompt}"  # the instruction prefix the base model was pretrained with
 SAMPLING = dict(do_sample=True, temperature=0.7, top_p=0.7)  # official data-generation sampling
@@ -63,12 +63,16 @@ class WorldFeedback:
         Near-scope domains.
     out : tuple of str
         Out-of-scope domains.
+    old, new : str
+        The word the feedback replaces and its replacement.
     """
 
     feedback: Feedback
     domain: str
     near: tuple[str, ...]
     out: tuple[str, ...]
+    old: str = ""
+    new: str = ""
 
 
 NEAR = {
@@ -107,7 +111,7 @@ def world_feedback(key: str) -> WorldFeedback:
     fb = word_feedback(old, new, instruction(effect, domain).split(" in ", 1)[1], content=instruction(effect, domain))
     near = NEAR[domain]
     out = tuple(d for d in DOMAINS if d != domain and d not in near)
-    return WorldFeedback(fb, domain, near, out)
+    return WorldFeedback(fb, domain, near, out, old, new)
 
 
 def parse_feedback(text: str) -> str:
@@ -568,11 +572,18 @@ def run_anchors(scale: Scale, seed: int) -> dict[str, float]:
 
 
 def run_composition(scale: Scale, seed: int) -> dict[str, float]:
-    """Two C3PO adapters ("&" in colleague DMs, "u" in recipes) alone and composed (their LoRA updates summed).
+    """Two C3PO adapters ("&" in colleague DMs, "u" in recipes) alone and served together: their LoRA updates
+    summed (the paper's mixing, the default of :func:`compose_adapters`) and composed in logit space.
 
-    Measured, not a claim: the composed model loses adherence on some seeds (seed 0, quick: "&" 0.04 and "u" 0.0
-    composed against 1.0 and 1.0 alone; seed 1, smoke: 1.0 and 1.0 both), because each adapter's out-of-scope
-    anchor holds the other feedback's domain at the base model's answers and the summed updates cancel.
+    Measured, not a claim. Judged as "each adapter learned alone (adherence >= 0.5), and mixed, each feedback's
+    adherence at most 0.15 below alone and its overgeneralization at most 0.1 above", mixing holds on seeds 0
+    and 1 and fails on seed 2 at smoke (8 prompts per category) and quick, because the "u" adapter alone does not
+    learn its feedback there (adherence 0.30 smoke, 0.29 quick; "&" reaches 1.0 on every run). "u" in other
+    domains learns no better (alone, quick seeds 2 / 0: trivia 0.0 / 0.0; colleague DMs 0.52 / 0.25), and "&" in
+    recipes not at all (0.0 on six runs): the look-alike near scope (math answers also say "you add 2 and 9")
+    holds it back at 120 steps. Where both adapters learned, mixing kept both adherences (1.0, quick seeds 0 and
+    1) with out-of-scope leakage of "u" at most 0.08 (quick) and 0.23 (smoke seed 1, 4 prompts per category);
+    logit-space composition lost "u" adherence on quick seed 0 (0.61 against 1.0 alone).
 
     Parameters
     ----------
@@ -582,26 +593,30 @@ def run_composition(scale: Scale, seed: int) -> dict[str, float]:
     Returns
     -------
     dict of str to float
+        ``<key>_alone_<metric>``, ``<key>_mixed_<metric>`` (summed updates) and ``<key>_logits_<metric>`` (logit
+        space) for both feedbacks; ``seconds``.
     """
     from .c3po import compose_adapters
 
     with single_thread():
+        t0 = time.perf_counter()
         m = {}
         base, tok, _ = pretrained_base(scale, seed)
-        a = trained("c3po", "ampersand", scale, seed).model
-        b = trained("c3po", "u", scale, seed).model
-        both = compose_adapters(base, [a, b])
+        adapters = [trained("c3po", key, scale, seed).model for key in ("ampersand", "u")]
+        served = {mode: compose_adapters(base, adapters, mode=mode) for mode in ("logits", "weights")}
         for key in ("ampersand", "u"):
             for k, v in scores("c3po", key, scale, seed).items():
                 m[f"{key}_alone_{k}"] = v
-            for k, v in evaluate(both, tok, key, scale, seed, kl=False).items():
-                m[f"{key}_composed_{k}"] = v
+            for mode, name in (("weights", "mixed"), ("logits", "logits")):
+                for k, v in evaluate(served[mode], tok, key, scale, seed, kl=False).items():
+                    m[f"{key}_{name}_{k}"] = v
+        m["seconds"] = time.perf_counter() - t0
     return m
 
 
 def smollm2_arm(
     steps: int = 30, *, key: str = "ampersand", per_category: int = 3, n_eval: int = 16, max_new_tokens: int = 40,
-    lora_rank: int = 8, lr: float = 5e-4, batch: int = 4, seed: int = 0,
+    lora_rank: int = 8, lr: float = 5e-4, batch: int = 4, seed: int = 0, device="cpu",
 ) -> dict[str, float]:  # fmt: skip
     """C3PO on the real SmolLM2-135M-Instruct: a check that the pipeline runs on a pretrained Hugging Face chat
     model offline (its figures are reported, not judged).
@@ -633,17 +648,21 @@ def smollm2_arm(
         Rows per step.
     seed : int, default 0
         Seed of the prompts, samplers and adapter.
+    device : str or torch.device, default "cpu"
+        Where the model runs (``"auto"``: CUDA when present).
 
     Returns
     -------
     dict of str to float
         ``<method>_adherence``, ``<method>_near``, ``<method>_out``, ``<method>_overgen`` for ``base``,
-        ``in_context`` and ``c3po``; ``c3po_kl_out``; ``rows``, ``seconds_per_step``, ``load_seconds``,
-        ``data_seconds``.
+        ``in_context`` and ``c3po``, and ``<method>_new_share``: of the feedback's two words in the in-scope
+        answers, the share of the new one (partial adherence, where an answer replaces some but not all);
+        ``c3po_kl_out``; ``rows``, ``seconds_per_step``, ``load_seconds``, ``data_seconds``.
     """
     from ..nn.pretrained import load_smollm2
-    from ..validation import check_int
+    from ..validation import check_device, check_int
 
+    device = check_device(device)
     steps = check_int(steps, "steps", min_val=1)
     n_eval = check_int(n_eval, "n_eval", min_val=1)
     max_new_tokens = check_int(max_new_tokens, "max_new_tokens", min_val=1)
@@ -651,6 +670,7 @@ def smollm2_arm(
     wf = world_feedback(key)
     t0 = time.perf_counter()
     model, tok = load_smollm2()
+    model = model.to(device)
     m: dict[str, float] = {"load_seconds": time.perf_counter() - t0}
     world = AssistantWorld()
     t0 = time.perf_counter()
@@ -685,12 +705,16 @@ def smollm2_arm(
     m["rows"] = float(len(data.rows("train")))
     m["in_scope_with_effect"] = float(len(data.in_scope["train"]))
     arms = (("base", model, None), ("in_context", model, wf.feedback), ("c3po", res.model, None))
+    p_old, p_new = word_pattern(wf.old), word_pattern(wf.new)
     for name, mdl, shown_fb in arms:
         for kind, metric in (("in", "adherence"), ("near", "near"), ("out", "out")):
             prompts, y0 = ev[kind]
             shown = [in_context_prompt(shown_fb, p) for p in prompts] if shown_fb is not None else prompts
             ys = generate(mdl, tok, shown, max_new_tokens=max_new_tokens)
             m[f"{name}_{metric}"] = feedback_rates(wf.feedback, ys, y0)
+            if kind == "in":
+                n_old, n_new = (sum(len(p.findall(y)) for y in ys) for p in (p_old, p_new))
+                m[f"{name}_new_share"] = n_new / (n_old + n_new) if n_old + n_new else 0.0
         m[f"{name}_overgen"] = 0.5 * (m[f"{name}_near"] + m[f"{name}_out"])
     prompts = ev["out"][0]
     samples = generate(res.model, tok, prompts, max_new_tokens=max_new_tokens, do_sample=True, seed=seed)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -112,11 +113,31 @@ class Feedback:
         return self.rewrite(response)
 
 
+def word_pattern(word: str) -> "re.Pattern[str]":
+    """The whole-word pattern of :func:`word_feedback`: delimited by whitespace or punctuation, any case.
+
+    Parameters
+    ----------
+    word : str
+        One word without whitespace.
+
+    Returns
+    -------
+    re.Pattern
+    """
+    if not isinstance(word, str) or not word or any(c.isspace() for c in word):
+        raise InputError(f"word must be one word without whitespace, got {word!r}")
+    return re.compile(rf"(?<![\w']){re.escape(word)}(?![\w'])", re.IGNORECASE)
+
+
 def word_feedback(old: str, new: str, domain: str, *, content: str | None = None) -> Feedback:
     """Build a quantitative feedback that replaces the word ``old`` by ``new`` in ``domain``.
 
     Its metric is 1.0 when a text uses ``new`` and never ``old`` (as the official ``contains`` / ``none``
-    string metrics), compared ``"gt"`` against the baseline; its rewrite replaces every whole word.
+    string metrics), compared ``"gt"`` against the baseline; its rewrite replaces every whole word. A word is
+    delimited by whitespace or punctuation (``"and,"`` and ``"You."`` count; ``"band"``, ``"your"`` and ``"I'm"``
+    do not), matched regardless of case; a capitalised ``old`` becomes a capitalised ``new``; the text's
+    whitespace and newlines are kept.
 
     Parameters
     ----------
@@ -140,12 +161,14 @@ def word_feedback(old: str, new: str, domain: str, *, content: str | None = None
         raise InputError(f"domain must be a non-empty str, got {domain!r}", "say where the feedback applies")
     effect = f"use {new} instead of {old}"
 
+    word_old, word_new = word_pattern(old), word_pattern(new)
+    cap = new[:1].upper() + new[1:]
+
     def metric(text: str) -> float:
-        words = text.split()
-        return float(new in words and old not in words)
+        return float(word_new.search(text) is not None and word_old.search(text) is None)
 
     def rewrite(text: str) -> str:
-        return " ".join(new if w == old else w for w in text.split())
+        return word_old.sub(lambda m: cap if m.group(0)[:1].isupper() else new, text)
 
     return Feedback(content or f"{effect} in {domain}", domain, effect, metric=metric, rewrite=rewrite)
 
@@ -336,4 +359,12 @@ def build_feedback_data(
     )
 
 
-__all__ = ["Feedback", "FeedbackData", "build_feedback_data", "word_feedback", "KINDS", "COMPARISONS"]
+__all__ = [
+    "Feedback",
+    "FeedbackData",
+    "build_feedback_data",
+    "word_feedback",
+    "word_pattern",
+    "KINDS",
+    "COMPARISONS",
+]

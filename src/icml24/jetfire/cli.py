@@ -50,24 +50,6 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return p
 
 
-def _device(name):
-    import torch
-
-    from ..errors import InputError
-
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        dev = torch.device(name)
-    except (RuntimeError, TypeError) as exc:
-        raise InputError(f"--device must be cpu, cuda, cuda:N or auto, got {name!r}") from exc
-    if dev.type not in ("cpu", "cuda"):
-        raise InputError(f"--device must be cpu, cuda, cuda:N or auto, got {name!r}")
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise InputError("--device cuda: no CUDA device is present here; use --device cpu")
-    return dev
-
-
 def train_command(args: argparse.Namespace) -> int:
     """Run the verb.
 
@@ -98,7 +80,9 @@ def train_command(args: argparse.Namespace) -> int:
     from .quant import check_block_size
 
     block = check_block_size(args.block_size, "--block-size")
-    device = _device(args.device)
+    from ..validation import check_device
+
+    device = check_device(args.device, "--device")
     train_ids, val_ids, alphabet = shakespeare_ids()
     base = tiny_gpt2(len(alphabet), n_positions=64, n_embd=width, n_layer=layers, n_head=4, seed=seed)
     cfg = TrainConfig(steps=steps, batch_size=bs, lr=2e-3, min_lr=2e-4, warmup=10, log_every=0, seed=seed)
