@@ -563,6 +563,11 @@ class FeedbackNetwork(nn.Module):
             raise InputError("x contains NaN or infinite entries")
         if x.dtype != first.weight.dtype:  # float64 data into a float32 network (or back): the network's dtype
             x = x.to(first.weight.dtype)
+        return self._forward_checked(x)
+
+    def _forward_checked(self, x: Tensor) -> Tensor:
+        """The forward pass on an input already validated and cast (:func:`check_batch`): what :func:`train`
+        runs at every step, without checking the same batch again."""
         if self.rule.exact:
             return self.model(x)
         grad = torch.is_grad_enabled()
@@ -874,6 +879,7 @@ def train(
     opt = torch.optim.SGD(net.parameters(), lr=float(lr), weight_decay=float(weight_decay))
     gen = torch.Generator(device="cpu").manual_seed(seed)
     y = y.long()
+    hooked = bool(net._forward_hooks or net._forward_pre_hooks)
     losses = []
     if callback is not None:
         callback(0)
@@ -884,7 +890,8 @@ def train(
             idx = torch.randint(0, x.shape[0], (batch_size,), generator=gen)
             xb, yb = x[idx], y[idx]
         opt.zero_grad(set_to_none=True)
-        value = lf(net(xb), yb)
+        # x was checked and cast once, above (through net(...) when the caller hooked the wrapper)
+        value = lf(net(xb) if hooked else net._forward_checked(xb), yb)
         value.backward()
         opt.step()
         losses.append(float(value.detach()))
