@@ -167,6 +167,26 @@ def test_finetune_subgraph_steps_equal_full_graph(graph):
     torch.testing.assert_close(a.logits(), b.logits(), rtol=1e-4, atol=1e-5)
 
 
+def test_finetune_reuses_the_last_forward_only_while_the_model_is_unchanged(graph, monkeypatch):
+    data, gnn, nodes, labels = graph
+    ed = FineTuneEditor(gnn, data)
+    ed.edit(nodes[0], labels[0])
+    forwards = []
+    real = ed.outputs_of
+    monkeypatch.setattr(ed, "outputs_of", lambda model: forwards.append(1) or real(model))
+    pred = ed.predict()
+    right = (pred == data.y) & (data.y != 0)
+    a, b = right.nonzero().view(-1)[:2].tolist()
+    assert len(forwards) == 1
+    rec = ed.edit(a, int(data.y[a]))  # answered by the forward above, then one forward for the record
+    assert rec.steps == 0 and len(forwards) == 2
+    with torch.no_grad():  # a change behind the editor's back is seen: all-zero logits predict class 0
+        for p in ed.model.parameters():
+            p.zero_()
+    rec = ed.edit(b, int(data.y[b]))
+    assert rec.steps > 0 and len(forwards) == 4
+
+
 def test_summary_figures(graph):
     data, gnn, nodes, labels = graph
     ed = EGNNEditor(gnn, data)

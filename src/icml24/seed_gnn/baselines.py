@@ -142,6 +142,13 @@ class FineTuneEditor(SequentialEditor):
         self.model.to(self.device)
         self.lr, self.max_steps = float(lr), max_steps
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.lr, fused=True)
+        # the predictions of the last full-graph forward, keyed by the model's tensor versions: an edit starts
+        # by asking whether the target is already right, which the forward after the previous edit answered
+        self._pred_cache: tuple[tuple[tuple[int, int], ...], Tensor] | None = None
+
+    def _model_version(self) -> tuple[tuple[int, int], ...]:
+        """The identity and in-place version counter of each parameter and buffer (any update bumps one)."""
+        return tuple((id(t), t._version) for t in (*self.model.parameters(), *self.model.buffers()))
 
     @torch.no_grad()
     def logits(self) -> Tensor:
@@ -152,13 +159,23 @@ class FineTuneEditor(SequentialEditor):
         torch.Tensor
             Nodes x classes.
         """
-        return self.outputs_of(self.model)
+        out = self.outputs_of(self.model)
+        self._pred_cache = (self._model_version(), out.argmax(-1))
+        return out
+
+    def _current_pred(self) -> Tensor:
+        """The model's predictions: from the last forward when no parameter or buffer changed since."""
+        cache = self._pred_cache
+        if cache is not None and cache[0] == self._model_version():
+            return cache[1]
+        return self.logits().argmax(-1)
 
     def _edit(self, node: int, label: int, index: int) -> tuple[int, int, int]:
         self.model.eval()
         y = torch.tensor([label], device=self.device)
-        if int(self.logits()[node].argmax()) == label:
+        if int(self._current_pred()[node]) == label:
             return 0, 1, 0
+        self._pred_cache = None
         self._start_edit()
         x, ei, at = self._receptive_field(node)
         steps = 0
@@ -193,7 +210,7 @@ class FineTuneEditor(SequentialEditor):
         return d.x[subset], structure_like(d.adj, ei, subset.numel(), w), int(mapping[0])
 
     def _release(self) -> None:
-        self.model = self.optimizer = None  # type: ignore[assignment]
+        self.model = self.optimizer = self._pred_cache = None  # type: ignore[assignment]
 
     def _state(self) -> dict[str, Any]:
         return {
@@ -202,6 +219,7 @@ class FineTuneEditor(SequentialEditor):
         }
 
     def _load_state(self, state: dict[str, Any]) -> None:
+        self._pred_cache = None
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
 

@@ -4,7 +4,8 @@ Protocol as the official code: a backbone pretrained inductively on Cora (offici
 validation, 500 test), 50 misclassified validation nodes edited one after another, drawdown (DD) against the
 plain GNN's test accuracy, success rate (SR) over all targets so far. The three editors run on the same
 pretrained GNN and the same targets in one call, with GRE (whole-GNN fine-tuning with rewired gradients, a
-later peer) measured beside them and reported, not judged. Drawdown is compared by its mean over the sequence
+later peer) measured beside them and reported, not judged (in the GCN run; on GraphSAGE and GIN at paper scale
+only, where below it it was a quarter of the backbones run). Drawdown is compared by its mean over the sequence
 (the paper's "Avg DD"); DD at edits 1/10/25/50 and the max are reported beside it.
 
 Below paper scale, when the data root lacks Cora, a contextual SBM graph stands in and ``verify`` names the
