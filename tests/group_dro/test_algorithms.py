@@ -1,6 +1,8 @@
 """ALEG, ALEM and the baselines on small problems: correctness against scipy references, IFO accounting,
 determinism, the simplex, the user oracle path."""
 
+import math
+
 import numpy as np
 import pytest
 from scipy import optimize
@@ -20,6 +22,7 @@ from icml24.group_dro import (
     smd,
     smd_mero,
     synthetic_problem,
+    tune,
 )
 from icml24.group_dro.aleg import AUTO_GRID, AUTO_TOLERANCE, ESTIMATORS, pilot_gamma
 from icml24.group_dro.mirror import Geometry
@@ -288,3 +291,16 @@ def test_one_level_ablation_is_the_one_level_baseline_at_the_same_step(small):
     np.testing.assert_allclose(a.w, b.w, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(a.q, b.q, rtol=1e-9, atol=1e-12)
     assert a.ifo == b.ifo
+
+
+def test_tune_stop_ifo_censors_a_race_without_changing_a_run_that_wins_it():
+    p = synthetic_problem(4, 30, 5, seed=0)
+    N = p.n_total
+    kw = dict(targets=(1e-1, 3e-2), max_ifo=200 * N, pilot=5 * N, seed=1)
+    free = tune(p, "smd", **kw)
+    assert math.isfinite(free.ifo(3e-2))
+    late = tune(p, "smd", stop_ifo=10 * free.ifo(3e-2), **kw)  # the stop lies past the run's own hit: no change
+    assert late.ifo(3e-2) == free.ifo(3e-2) and late.best.gamma == free.best.gamma
+    early = tune(p, "smd", stop_ifo=free.ifo(3e-2) / 2, **kw)  # stopped before it: recorded as not reached
+    assert early.ifo(3e-2) == math.inf
+    assert all(r.curve[-1][0] <= free.ifo(3e-2) / 2 + 2 * N for r in early.runs)
