@@ -237,9 +237,11 @@ VARIANTS = {
 }
 
 
-@functools.lru_cache(maxsize=16)
 def trained(scale: Scale | Setting, seed: int, variant: str = "full") -> KisaModel:
     """KISA (or an ablation) trained on the world of (scale, seed); cached per process.
+
+    The cache is keyed on ``(scale, seed, variant)`` however the call spells them, so the full model that
+    the keyframes claim trains is the one the ablation and unseen-composition claims of the same run use.
 
     Parameters
     ----------
@@ -255,6 +257,14 @@ def trained(scale: Scale | Setting, seed: int, variant: str = "full") -> KisaMod
     KisaModel
         The trained model.
     """
+    if variant not in VARIANTS:
+        raise InputError(f"variant must be one of {sorted(VARIANTS)}, got {variant!r}")
+    return _trained(scale, int(seed), variant)
+
+
+@functools.lru_cache(maxsize=16)
+def _trained(scale: Scale | Setting, seed: int, variant: str) -> KisaModel:
+    # positional and complete: trained(s, 0) and trained(s, 0, "full") share one cache entry
     w = world(scale, seed)
     cfg = kisa_config(scale, seed, **VARIANTS[variant])
     return fit_kisa(w.x_train, [d.labels for d in w.train], [d.keyframes for d in w.train], w.skills, cfg, pad=True)
@@ -309,9 +319,21 @@ def keys_metrics(keys_list, demos, prefix: str) -> dict[str, float]:
     return {f"{prefix}_{k}": float(np.mean([r[k] for r in rows])) for k in rows[0]}
 
 
-def _framewise(w: World, demos, xs, prefix):
-    mapping = fit_framewise(w.x_train, [d.labels for d in w.train], w.skills, ridge=1.0, pad=True)
+@functools.lru_cache(maxsize=4)
+def _framewise_map(scale: Scale | Setting, seed: int) -> torch.Tensor:
+    w = world(scale, seed)
+    return fit_framewise(w.x_train, [d.labels for d in w.train], w.skills, ridge=1.0, pad=True)
+
+
+def _framewise(scale: Scale | Setting, seed: int, demos, xs, prefix):
+    w, mapping = world(scale, seed), _framewise_map(scale, seed)
     return score_demos([framewise_scores(x, w.skills, mapping) for x in xs], demos, prefix)
+
+
+@functools.lru_cache(maxsize=16)
+def _test_scores(scale: Scale | Setting, seed: int, variant: str) -> tuple:
+    # a model's score matrices on the held-in test demonstrations, computed once per run
+    return tuple(trained(scale, seed, variant).scores(world(scale, seed).x_test, pad=True))
 
 
 def run_keyframes(scale: Scale, seed: int) -> dict[str, float]:
@@ -331,9 +353,9 @@ def run_keyframes(scale: Scale, seed: int) -> dict[str, float]:
     """
     w = world(scale, seed)
     model = trained(scale, seed)
-    scores = model.scores(w.x_test, pad=True)
+    scores = _test_scores(scale, seed, "full")
     out = score_demos(scores, w.test, "kisa")
-    out.update(_framewise(w, w.test, w.x_test, "framewise"))
+    out.update(_framewise(scale, seed, w.test, w.x_test, "framewise"))
     out.update(keys_metrics([goal_similarity_keyframes(x) for x in w.x_test], w.test, "goal"))
     out.update(
         keys_metrics([changepoint_keyframes(x, len(d.keyframes)) for x, d in zip(w.x_test, w.test)], w.test, "ruptures")
@@ -363,7 +385,7 @@ def run_ablation(scale: Scale | Setting, seed: int) -> dict[str, float]:
     w = world(scale, seed)
     out: dict[str, float] = {}
     for v in VARIANTS:
-        m = score_demos(trained(scale, seed, v).scores(w.x_test, pad=True), w.test, v)
+        m = score_demos(_test_scores(scale, seed, v), w.test, v)
         out[f"{v}_f1"], out[f"{v}_top1"], out[f"{v}_mae"] = m[f"{v}_f1"], m[f"{v}_top1"], m[f"{v}_mae"]
     for v in ("no_temporal", "no_history", "no_monotonic"):
         out[f"drop_{v}"] = out["full_f1"] - out[f"{v}_f1"]
@@ -400,8 +422,8 @@ def run_unseen(scale: Scale, seed: int) -> dict[str, float]:
     w, u = world(scale, seed), unseen_world(scale, seed)
     model = trained(scale, seed)
     out = score_demos(model.scores(u.x_unseen, pad=True), u.unseen, "unseen")
-    out["seen_f1"] = score_demos(model.scores(w.x_test, pad=True), w.test, "seen")["seen_f1"]
-    out.update(_framewise(w, u.unseen, u.x_unseen, "framewise_unseen"))
+    out["seen_f1"] = score_demos(_test_scores(scale, seed, "full"), w.test, "seen")["seen_f1"]
+    out.update(_framewise(scale, seed, u.unseen, u.x_unseen, "framewise_unseen"))
     b = score_demos(model.scores(u.x_unseen_b, pad=True), u.unseen_b, "layout_b")
     out["layout_b_f1"], out["layout_b_top1"] = b["layout_b_f1"], b["layout_b_top1"]
     out["held_out_transitions"] = float(len(w.held_out))
