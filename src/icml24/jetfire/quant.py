@@ -139,12 +139,15 @@ class BlockQuant:
     def t(self) -> "BlockQuant":
         """The transpose: square blocks transpose into the blocks of the transpose (no requantization).
 
-        The data and scales are transposed views (no copy); the GEMM backends read them through their strides.
+        On the CPU the data and scales are transposed views (no copy), which the GEMM backends read through their
+        strides; on CUDA they are contiguous copies, the layout the Triton kernel was measured with.
 
         Returns
         -------
         BlockQuant
         """
+        if self.data.is_cuda:
+            return BlockQuant(self.data.t().contiguous(), self.scales.t().contiguous(), self.shape[::-1], self.block)
         return BlockQuant(self.data.t(), self.scales.t(), self.shape[::-1], self.block)
 
     def nbytes(self) -> int:

@@ -241,8 +241,7 @@ def load_smollm2(dtype: torch.dtype = torch.float32) -> tuple[torch.nn.Module, o
     InputError
         When ``dtype`` is not a floating torch dtype.
     """
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise InputError(f"dtype must be a floating torch.dtype, got {dtype!r}", "e.g. torch.float32")
+    _check_dtype(dtype)
     require("transformers", "gguf", extra="lm", what="SmolLM2")
     smollm2_path()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
