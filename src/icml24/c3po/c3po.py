@@ -25,7 +25,7 @@ from torch import Tensor
 
 from ..errors import InputError
 from ..extras import require
-from ..nn.lm import dpo_loss, vocab_size_of
+from ..nn.lm import dpo_loss, model_device, vocab_size_of
 from ..validation import check_bool, check_choice, check_float, check_int, check_seed, check_tensor
 from .feedback import Feedback, FeedbackData
 
@@ -380,11 +380,6 @@ def encode(tokenizer, prompt: str, response: str, config: C3POConfig | None = No
     return p + r, [IGNORE] * len(p) + r
 
 
-def _device(model) -> torch.device:
-    p = next(iter(model.parameters()), None)
-    return p.device if p is not None else torch.device("cpu")
-
-
 def _pad(seqs: list[tuple[list[int], list[int]]], pad_id: int, device=None) -> tuple[Tensor, Tensor, Tensor]:
     n = max(len(s[0]) for s in seqs)
     ids = torch.full((len(seqs), n), pad_id, dtype=torch.long)
@@ -647,7 +642,7 @@ def reference_logprobs(policy, chosen, rejected, pad_id: int, batch_size: int = 
         for seqs in (chosen, rejected):
             vals = []
             for lo in range(0, len(seqs), batch_size):
-                ids, labels, mask = _pad(seqs[lo : lo + batch_size], pad_id, _device(policy))
+                ids, labels, mask = _pad(seqs[lo : lo + batch_size], pad_id, model_device(policy))
                 vals.append(completion_logprobs(policy(input_ids=ids, attention_mask=mask).logits, labels))
             out.append(torch.cat(vals))
     policy.train(was)
@@ -657,14 +652,14 @@ def reference_logprobs(policy, chosen, rejected, pad_id: int, batch_size: int = 
 def _step_loss(policy, batch, idx, ref, method: str, cfg: C3POConfig, pad: int) -> Tensor:
     b = len(batch)
     if method == "scd":
-        ids, labels, mask = _pad([e[0] for e in batch], pad, _device(policy))
+        ids, labels, mask = _pad([e[0] for e in batch], pad, model_device(policy))
         return anchor_loss(policy(input_ids=ids, attention_mask=mask).logits, labels, reduction=cfg.sft_reduction)
     if method == "dpo":
         seqs = [e[0] for e in batch] + [e[1] for e in batch]
     else:  # c3po and scd_negatives: one forward over all parts of the rows
         head = [e[0] for e in batch] + ([e[1] for e in batch] if method == "c3po" else [])
         seqs = head + [e[2] for e in batch] + [e[3] for e in batch]
-    ids, labels, mask = _pad(seqs, pad, _device(policy))
+    ids, labels, mask = _pad(seqs, pad, model_device(policy))
     logits = policy(input_ids=ids, attention_mask=mask).logits
     k = 2 * b if method in ("c3po", "dpo") else b
     teacher = None
@@ -787,7 +782,7 @@ def generate(
         for lo in range(0, len(texts), batch_size):
             enc = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts[lo : lo + batch_size]]
             n = max(len(e) for e in enc)
-            dev = _device(model)
+            dev = model_device(model)
             ids = torch.tensor([[pad] * (n - len(e)) + e for e in enc], device=dev)
             mask = torch.tensor([[0] * (n - len(e)) + [1] * len(e) for e in enc], device=dev)
             kw = dict(do_sample=True, temperature=temperature, top_p=top_p) if do_sample else dict(do_sample=False)
@@ -869,7 +864,7 @@ def sequence_kl(
     cfg = C3POConfig(prompt_template=prompt_template)
     seqs = [encode(tokenizer, p, r, cfg) for p, r in zip(prompts, responses)]
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    ids, labels, mask = _pad(seqs, pad, _device(policy))
+    ids, labels, mask = _pad(seqs, pad, model_device(policy))
     with torch.no_grad():
         lp = torch.log_softmax(policy(input_ids=ids, attention_mask=mask).logits.double(), -1)
         if reference is None:

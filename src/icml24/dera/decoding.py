@@ -34,7 +34,7 @@ from torch import Tensor, nn
 from transformers import LogitsProcessor
 
 from ..errors import InputError
-from ..nn.lm import vocab_size_of
+from ..nn.lm import model_device, vocab_size_of
 from ..validation import check_bool, check_float, check_int, check_seed, check_tensor
 
 MODEL_DEFAULT = "model"  # dera_generate's eos_token_id default: the aligned model's own EOS
@@ -240,11 +240,6 @@ def _positions(mask: Tensor) -> Tensor:
     return pos.masked_fill(mask == 0, 1)
 
 
-def _device_of(model: nn.Module) -> torch.device:
-    p = next(model.parameters(), None)
-    return p.device if p is not None else torch.device("cpu")
-
-
 @contextlib.contextmanager
 def _eval_mode(*models: nn.Module):
     """Run with every module in eval mode, then restore the modules that were training (also on error)."""
@@ -389,7 +384,7 @@ class DeRaLogitsProcessor(LogitsProcessor):
                     feed_from = seen
         if mask is None:
             mask = self._new_prompt_mask(input_ids)
-        rdev = _device_of(self.ref)
+        rdev = model_device(self.ref)
         kw = {
             "input_ids": input_ids[:, feed_from:].to(rdev),
             "attention_mask": mask.to(rdev),
@@ -511,7 +506,7 @@ class DeRa(nn.Module):
         -------
         torch.device
         """
-        return _device_of(self.aligned)
+        return model_device(self.aligned)
 
     @property
     def generation_config(self):
@@ -604,9 +599,8 @@ class DeRa(nn.Module):
             kw = {"attention_mask": mask.to(input_ids.device), "position_ids": _positions(mask).to(input_ids.device)}
         with _eval_mode(self.aligned, self.ref):
             a = self.aligned(input_ids=input_ids, **kw).logits
-            r = self.ref(
-                input_ids=input_ids.to(_device_of(self.ref)), **{k: v.to(_device_of(self.ref)) for k, v in kw.items()}
-            ).logits
+            rdev = model_device(self.ref)
+            r = self.ref(input_ids=input_ids.to(rdev), **{k: v.to(rdev) for k, v in kw.items()}).logits
         for name, t in (("aligned", a), ("ref", r)):
             if bool(torch.isnan(t).any()) or bool(torch.isposinf(t).any()):
                 raise InputError(f"{name} produced non-finite logits (NaN or +inf)")
@@ -798,7 +792,7 @@ def dera_generate(
             procs.append(TopKLogitsWarper(top_k))
         if top_p < 1.0:
             procs.append(TopPLogitsWarper(top_p))
-    dev = _device_of(aligned)
+    dev = model_device(aligned)
     ids = input_ids.to(dev)
     am = mask.to(dev) if mask is not None else torch.ones_like(ids)
     rng_devices = [dev.index or 0] if dev.type == "cuda" else []

@@ -21,7 +21,7 @@ import torch
 from ..claims import Scale
 from ..data.text import split_text, tiny_shakespeare
 from ..errors import DataUnavailable
-from ..nn.lm import TrainConfig, corpus_batches, tiny_gpt2, train_lm
+from ..nn.lm import TrainConfig, batch_to, corpus_batches, model_device, tiny_gpt2, train_lm
 from ..runs import save_figure
 from ..threads import single_thread
 from ..validation import check_seed
@@ -208,14 +208,10 @@ def val_loss(model, val_ids: torch.Tensor, ctx: int, batches: int, batch_size: i
     """
     fn = corpus_batches(val_ids, ctx)
     gen = torch.Generator().manual_seed(1234)
-    dev = next(model.parameters()).device
+    dev = model_device(model)
     model.eval()
     with torch.no_grad():
-        return float(
-            np.mean(
-                [float(model(**{k: v.to(dev) for k, v in fn(gen, batch_size).items()}).loss) for _ in range(batches)]
-            )
-        )
+        return float(np.mean([float(model(**batch_to(fn(gen, batch_size), dev)).loss) for _ in range(batches)]))
 
 
 @functools.lru_cache(maxsize=2)

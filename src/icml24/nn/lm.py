@@ -468,13 +468,35 @@ class TrainResult:
     resumed_from: int = 0
 
 
-def _model_device(model) -> torch.device:
+def model_device(model) -> torch.device:
+    """The device of a module's first parameter (the CPU for a module without parameters).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+
+    Returns
+    -------
+    torch.device
+    """
     p = next(iter(model.parameters()), None)
     return p.device if p is not None else torch.device("cpu")
 
 
-def _to_device(batch, device: torch.device):
-    """A batch dict with its tensors on ``device`` (the data generators build them on the CPU)."""
+def batch_to(batch, device: torch.device):
+    """A batch dict with its tensors on ``device`` (the data generators build them on the CPU).
+
+    Parameters
+    ----------
+    batch : dict or object
+        A batch of tensors; anything but a dict is returned as it is.
+    device : torch.device
+        Where the model runs.
+
+    Returns
+    -------
+    dict or object
+    """
     if device.type == "cpu" or not isinstance(batch, dict):
         return batch
     return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
@@ -538,12 +560,12 @@ def train_lm(
         gen.set_state(state["generator"])
         res.steps, res.losses, res.resumed_from = int(state["step"]), list(state["losses"]), int(state["step"])
     t0 = time.perf_counter()
-    device = _model_device(model)
+    device = model_device(model)
     model.train()
     for step in range(res.steps, cfg.steps):
         for g in opt.param_groups:
             g["lr"] = cfg.lr_at(step)
-        batch = _to_device(batch_fn(gen, cfg.batch_size), device)
+        batch = batch_to(batch_fn(gen, cfg.batch_size), device)
         loss = loss_fn(model, batch) if loss_fn is not None else model(**batch).loss
         if not torch.isfinite(loss):
             raise InputError(f"the training loss became {float(loss)} at step {step}", "lower the learning rate")
@@ -783,6 +805,8 @@ __all__ = [
     "tiny_gpt2",
     "tiny_llama",
     "vocab_size_of",
+    "model_device",
+    "batch_to",
     "token_logprobs",
     "sequence_logprobs",
     "response_logprobs",
