@@ -202,3 +202,17 @@ def test_exact_alignment_approaches_the_optimum():
     assert res.kl_to_optimum < 0.05 * start
     with pytest.raises(InputError, match="differ in shape"):
         align_exact(pol, lang, ref_lp, R[:1], 0.5, steps=1)
+
+
+def test_model_device_and_batch_to():
+    from icml24.errors import InputError
+    from icml24.nn.lm import batch_to, model_device
+
+    assert model_device(torch.nn.Linear(2, 2)) == torch.device("cpu")
+    assert model_device(torch.nn.ReLU()) == torch.device("cpu")  # no parameters
+    batch = {"input_ids": torch.zeros(2, 3, dtype=torch.long), "n": 3}
+    assert batch_to(batch, torch.device("cpu")) is batch and batch_to(batch, "cpu") is batch
+    with pytest.raises(InputError, match="model"):
+        model_device("gpt2")
+    with pytest.raises(InputError, match="device"):
+        batch_to(batch, "tpu")

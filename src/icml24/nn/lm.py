@@ -21,7 +21,7 @@ from torch import Tensor
 
 from ..errors import InputError
 from ..runs import atomic_write_bytes
-from ..validation import check_int
+from ..validation import check_device, check_int
 
 log = logging.getLogger(__name__)
 
@@ -479,6 +479,8 @@ def model_device(model) -> torch.device:
     -------
     torch.device
     """
+    if not isinstance(model, torch.nn.Module):
+        raise InputError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     p = next(iter(model.parameters()), None)
     return p.device if p is not None else torch.device("cpu")
 
@@ -490,13 +492,14 @@ def batch_to(batch, device: torch.device):
     ----------
     batch : dict or object
         A batch of tensors; anything but a dict is returned as it is.
-    device : torch.device
+    device : torch.device or str
         Where the model runs.
 
     Returns
     -------
     dict or object
     """
+    device = check_device(device)
     if device.type == "cpu" or not isinstance(batch, dict):
         return batch
     return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
