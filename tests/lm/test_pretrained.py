@@ -40,3 +40,25 @@ def test_bad_dtype_and_device_are_one_line_errors():
         pretrained.load_smollm2(dtype="float32")
     with pytest.raises(InputError, match="device"):
         pretrained.load_minilm(device="gpu0")
+
+
+def test_a_fast_reader_without_q4_1_falls_back_to_transformers_own_loader(monkeypatch):
+    """transformers 5.17's fast GGUF reader raises ValueError on Q4_1 tensors (measured on a GPU machine); the
+    weights then come from ``from_pretrained(gguf_file=...)``, and an older transformers without the fast reader
+    (ImportError) takes the same path."""
+    calls = []
+
+    def no_q4_1(path, dtype):
+        raise ValueError("holds tensors of ggml type 3, which is not supported yet")
+
+    def no_fast_reader(path, dtype):
+        raise ImportError("no transformers.integrations.gguf")
+
+    monkeypatch.setattr(pretrained, "smollm2_path", lambda: "weights.gguf")
+    monkeypatch.setattr(pretrained, "_smollm2_weights_from_pretrained", lambda p, d: calls.append((p, d)) or ("c", {}))
+    for fast in (no_q4_1, no_fast_reader):
+        monkeypatch.setattr(pretrained, "_smollm2_weights_fast", fast)
+        pretrained._smollm2_weights.cache_clear()
+        assert pretrained._smollm2_weights(torch.float16) == ("c", {})
+    pretrained._smollm2_weights.cache_clear()
+    assert calls == [("weights.gguf", torch.float16)] * 2

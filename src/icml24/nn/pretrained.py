@@ -108,17 +108,27 @@ def _smollm2_weights(dtype: torch.dtype):
     """(config, state dict) of the dequantized weights, kept for the process: never handed out uncopied."""
     path = smollm2_path()
     try:  # transformers' fast GGUF reader (recent releases): metadata in milliseconds, dequantized with torch
-        from transformers.integrations.gguf import GgufHeader, load_gguf_state_dict, read_gguf_metadata
-        from transformers.integrations.gguf.dequant import dequantize
-    except ImportError:  # older transformers: the loader load_smollm2 uses, then its weights
-        from transformers import AutoConfig, AutoModelForCausalLM
+        return _smollm2_weights_fast(path, dtype)
+    except ImportError:  # older transformers: their own GGUF loader, then its weights
+        return _smollm2_weights_from_pretrained(path, dtype)
+    except ValueError:  # a release whose fast reader lacks Q4_1 (transformers 5.17 reads Q8_0 and K-quants only)
+        return _smollm2_weights_from_pretrained(path, dtype)
 
-        config = AutoConfig.from_pretrained(str(path.parent), gguf_file=path.name)
-        model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=dtype)
-        return config, {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+def _smollm2_weights_from_pretrained(path, dtype: torch.dtype):
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.from_pretrained(str(path.parent), gguf_file=path.name)
+    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=dtype)
+    return config, {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def _smollm2_weights_fast(path, dtype: torch.dtype):
     import gguf
     from transformers import LlamaConfig, LlamaForCausalLM
     from transformers.integrations.ggml import GGUF_CONFIG_MAPPING
+    from transformers.integrations.gguf import GgufHeader, load_gguf_state_dict, read_gguf_metadata
+    from transformers.integrations.gguf.dequant import dequantize
     from transformers.modeling_gguf_pytorch_utils import LlamaTensorProcessor
 
     metadata, names = read_gguf_metadata(str(path))
