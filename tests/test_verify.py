@@ -86,6 +86,46 @@ def test_findings_declared_and_seeds_aggregated(tmp_path, toy, capsys):
     assert "HOLDS (declared a finding)" in capsys.readouterr().out
 
 
+def test_a_seed_dependent_finding_matches_either_verdict_on_one_seed_and_must_fail_somewhere_over_several(
+    tmp_path, capsys
+):
+    beats = lambda m: m["ours"] > m["theirs"]  # noqa: E731
+
+    def declared(key, seed_dependent=True):
+        return Claim(
+            key,
+            "ours beats theirs.",
+            _by_seed,  # fails on seed 0, holds on seeds >= 1
+            beats,
+            "ours",
+            "theirs",
+            expected=False,
+            finding="holds on seeds 1 and 2, fails on 0: the toy's reason",
+            seed_dependent=seed_dependent,
+        )
+
+    registry.register(Method("toy_s", "Toy", None, None, (declared("toy_s/mixed"), declared("toy_s/plain", False))))
+    try:
+        assert main(["verify", "toy_s/mixed", "--seed", "1", "--out", str(tmp_path)]) == 0  # holds there: known
+        out = capsys.readouterr().out
+        assert "holds on this seed (known)" in out and "1 seed-dependent finding holds on this seed" in out
+        assert main(["verify", "toy_s/mixed", "--seed", "0", "--out", str(tmp_path)]) == 0
+        assert "does not reproduce (known)" in capsys.readouterr().out
+        assert main(["verify", "toy_s/mixed", "--seeds", "0,1,2", "--out", str(tmp_path)]) == 0
+        assert "does not reproduce (known) (0:no 1:yes 2:yes)" in capsys.readouterr().out
+        # over seeds on which it holds everywhere it reproduces: a difference
+        assert main(["verify", "toy_s/mixed", "--seeds", "1,2", "--out", str(tmp_path)]) == 1
+        assert "HOLDS (declared a finding)" in capsys.readouterr().out
+        # a plain finding holding on one seed stays a difference
+        assert main(["verify", "toy_s/plain", "--seed", "1", "--out", str(tmp_path)]) == 1
+    finally:
+        registry.unregister("toy_s")
+    with pytest.raises(InputError, match="seed_dependent is given but expected is True"):
+        Claim("toy_s/x", "s.", _by_seed, beats, "ours", "theirs", seed_dependent=True)
+    with pytest.raises(InputError, match="seed_dependent must be True or False"):
+        Claim("toy_s/x", "s.", _by_seed, beats, "ours", "theirs", expected=False, finding="f", seed_dependent=1)
+
+
 def test_aggregate_and_records(tmp_path, toy):
     outcome = verify(["toy_v"], scale="smoke", seeds=[1, 2], out=tmp_path, progress=False)
     assert len(outcome.records) == 6 and outcome.exit_code == 0

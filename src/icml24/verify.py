@@ -175,6 +175,7 @@ def run_claim(claim: Claim, scale: Scale, seed: int, *, debug: bool = False) -> 
         "paper": claim.paper,
         "expected": claim.expected,
         "finding": claim.finding,
+        "seed_dependent": claim.seed_dependent,
         "holds": holds,
         "matches": error is None and claim.matches(holds),
         "status": "error" if error else ("holds" if holds else "fails"),
@@ -493,7 +494,8 @@ def _error_record(claim: Claim, scale: Scale, seed: int, error: str) -> dict[str
 
 # ------------------------------------------------------------------------------------------------ tables
 def verdict_text(rec: dict[str, Any]) -> str:
-    """How a verdict reads in tables: yes, NO, ERROR, "does not reproduce (known)", or "HOLDS (a finding)".
+    """How a verdict reads in tables: yes, NO, ERROR, "does not reproduce (known)", "HOLDS (a finding)", or
+    "holds on this seed (known)" for a seed-dependent finding.
 
     Parameters
     ----------
@@ -508,7 +510,9 @@ def verdict_text(rec: dict[str, Any]) -> str:
         return "ERROR"
     expected = rec.get("expected", True)
     if rec.get("holds"):
-        return "yes" if expected else "HOLDS (declared a finding)"
+        if expected:
+            return "yes"
+        return "holds on this seed (known)" if rec.get("seed_dependent") else "HOLDS (declared a finding)"
     return "NO" if expected else "does not reproduce (known)"
 
 
@@ -516,7 +520,8 @@ def aggregate(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per claim over its seeds, in the order the claims first appear.
 
     A claim holds when every seed holds; it matches its declaration when no seed raised and the aggregate
-    verdict is the declared one. Headline and baseline are summarised by their median, min and max.
+    verdict is the declared one (a seed-dependent finding on one seed matches either way). Headline and baseline
+    are summarised by their median, min and max.
 
     Parameters
     ----------
@@ -537,6 +542,8 @@ def aggregate(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         error = any(r.get("status") == "error" for r in recs)
         holds = not error and all(r.get("holds") is True for r in recs)
         expected = first.get("expected", True)
+        seed_dependent = bool(first.get("seed_dependent", False))
+        matches = (not error) and (holds is expected or (seed_dependent and len(recs) == 1))
         row = {
             "key": key,
             "slug": first["slug"],
@@ -546,8 +553,9 @@ def aggregate(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             "verdicts": [verdict_text(r) for r in recs],
             "holds": holds,
             "expected": expected,
+            "seed_dependent": seed_dependent,
             "status": "error" if error else ("holds" if holds else "fails"),
-            "matches": (not error) and holds is expected,
+            "matches": matches,
             "headline": first["headline"],
             "baseline": first["baseline"],
             "paper": first.get("paper", ""),
@@ -593,7 +601,12 @@ def _verdict_cell(row: dict[str, Any]) -> str:
     if row["status"] == "error":
         agg = "ERROR"
     elif row["holds"]:
-        agg = "yes" if row["expected"] else "HOLDS (declared a finding)"
+        if row["expected"]:
+            agg = "yes"
+        elif row.get("seed_dependent") and len(row["seeds"]) == 1:
+            agg = "holds on this seed (known)"
+        else:
+            agg = "HOLDS (declared a finding)"
     else:
         agg = "NO" if row["expected"] else "does not reproduce (known)"
     if row["substitutions"]:
@@ -605,6 +618,7 @@ def _verdict_cell(row: dict[str, Any]) -> str:
             "ERROR": "ERR",
             "does not reproduce (known)": "no",
             "HOLDS (declared a finding)": "YES",
+            "holds on this seed (known)": "yes",
         }
         agg += " (" + " ".join(f"{s}:{short.get(v, v)}" for s, v in zip(row["seeds"], row["verdicts"])) + ")"
     return agg
@@ -684,12 +698,16 @@ def summary_line(records: Sequence[dict[str, Any]]) -> str:
     rows = aggregate(records)
     n_hold = sum(1 for r in rows if r["holds"] and r["expected"])
     n_claims = sum(1 for r in rows if r["expected"])
-    n_known = sum(1 for r in rows if not r["expected"] and r["matches"])
+    n_known = sum(1 for r in rows if not r["expected"] and r["matches"] and not r["holds"])
+    n_seed = sum(1 for r in rows if not r["expected"] and r["matches"] and r["holds"])
     text = f"{n_hold}/{n_claims} claims hold"
     if any(not r["expected"] for r in rows):
         text += (
             f", {n_known} finding{'s' if n_known != 1 else ''} do{'es' if n_known == 1 else ''} not reproduce (known)"
         )
+    if n_seed:
+        plural = n_seed != 1
+        text += f", {n_seed} seed-dependent finding{'s' if plural else ''} hold{'' if plural else 's'} on this seed"
     diff = [r["key"] for r in rows if not r["matches"]]
     text += "; every verdict as declared" if not diff else f"; differs from its declaration: {', '.join(diff)}"
     return text

@@ -12,12 +12,16 @@ def test_describe_is_light():
         "print(len(m.claims), 'torch' in sys.modules, all(c.paper for c in m.claims))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["2", "False", "True"]
+    assert out.split() == ["3", "False", "True"]
 
 
 def test_method_is_registered():
     assert registry.get("c3po") is paper.METHOD
-    assert [c.name for c in paper.METHOD.claims] == ["adherence-without-overgeneralization", "anchor-terms"]
+    assert [c.name for c in paper.METHOD.claims] == [
+        "adherence-without-overgeneralization",
+        "anchor-terms",
+        "composition",
+    ]
 
 
 def test_adherence_claim():
@@ -42,3 +46,22 @@ def test_anchor_claim():
             {"c3po_adherence": 0.0},  # C3PO learned nothing
         ],
     )
+
+
+def test_composition_claim_judges_its_metrics():
+    """The composition is measured by ``icml24 verify`` (a seed-dependent finding: it holds on quick seeds 0 and 1);
+    here its judge can fail: an adapter that learned nothing alone, a mix that drops a feedback, a mix that leaks
+    it, and a no-op mix serving only the first adapter all fail it."""
+    good = {}
+    for k in paper.COMPOSED:
+        good.update({f"{k}_alone_adherence": 1.0, f"{k}_mixed_adherence": 0.9, f"{k}_alone_overgen": 0.0})
+        good[f"{k}_mixed_overgen"] = 0.05
+    assert paper.COMPOSITION.judge(good) is True
+    for bad in (
+        {"u_alone_adherence": 0.3, "u_mixed_adherence": 0.3},  # "u" not learned alone: nothing to keep
+        {"ampersand_mixed_adherence": 0.8},  # mixing drops "&" by 0.2
+        {"u_mixed_overgen": 0.15},  # mixing leaks "u" beyond its adapter alone
+        {"u_mixed_adherence": 0.0},  # a no-op mix: only the "&" adapter served
+    ):
+        assert paper.COMPOSITION.judge({**good, **bad}) is False
+    assert paper.COMPOSITION.seed_dependent and not paper.COMPOSITION.expected

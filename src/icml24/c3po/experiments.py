@@ -575,19 +575,15 @@ def run_composition(scale: Scale, seed: int) -> dict[str, float]:
     """Two C3PO adapters ("&" in colleague DMs, "u" in recipes) alone and served together: their LoRA updates
     summed (the paper's mixing, the default of :func:`compose_adapters`) and composed in logit space.
 
-    Measured, not a claim. Judged by the rule fixed before measuring ("each adapter learned alone (adherence
-    >= 0.5), and mixed, each feedback's adherence at most 0.15 below alone and its overgeneralization at most 0.1
-    above"), the verdict depends on the seed, so it is neither a claim nor a declared finding: at quick it holds
-    on seeds 0 and 1 and fails on seed 2, at smoke it fails on all three. The cause is that the "u" adapter does
-    not learn its feedback reliably on its own: C3PO's DPO term degenerates the recipe answers (repeated
-    "u cook u cook", off-domain first words on held-out dishes). "u" adherence alone / mixed, seeds 0 / 1 / 2:
-    smoke 0.00 / 1.00 / 0.78 and 1.00 / 1.00 / 0.53; quick 1.00 / 1.00 / 0.29 and 1.00 / 1.00 / 0.31 (smoke seed 1
-    fails on the out-of-scope leak of "u" once mixed, 0.23 against 0.00 alone). "&" keeps 1.00 alone and mixed on
-    all six runs. Logit-space composition, "u" adherence: smoke 0.72 / 1.00 / 0.30, quick 0.61 / 1.00 / 0.00.
-    With C3PO at lr 5e-4 instead of 1e-3 "u" learned less often (alone 0.00 on smoke seeds 0 and 2 and quick
-    seed 0). "u" in other domains learned no better (alone, quick seeds 2 / 0: trivia 0.0 / 0.0; colleague DMs
-    0.52 / 0.25), and "&" in recipes not at all (0.0 on six runs): the look-alike near scope (math answers also
-    say "you add 2 and 9") holds it back at 120 steps.
+    The claim ``c3po/composition``, a declared seed-dependent finding (its text holds the six runs): it holds on
+    quick seeds 0 and 1 and fails on quick seed 2 and on every smoke seed, because the "u" adapter does not learn
+    its feedback reliably on its own (C3PO's DPO term degenerates the recipe answers). Tried beside it, not
+    judged: C3PO at lr 5e-4 instead of 1e-3 learned "u" less often (alone 0.00 on smoke seeds 0 and 2 and quick
+    seed 0); the KL-distillation anchors (``kd_lambda=1``, ``kd_temperature=1``, the official
+    ``config_lcdpo_kl``) learned it on seeds 0 and 1 (1.00) and not on seed 2 (0.00), at both scales. "u" in
+    other domains learned no better (alone, quick seeds 2 / 0: trivia 0.0 / 0.0; colleague DMs 0.52 / 0.25), and
+    "&" in recipes not at all (0.0 on six runs): the look-alike near scope (math answers also say "you add 2 and
+    9") holds it back at 120 steps.
 
     Parameters
     ----------

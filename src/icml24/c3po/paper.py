@@ -16,6 +16,8 @@ OVERGEN_RATIO = 0.5  # C3PO's overgeneralization is at most half DPO's and SCD's
 IN_CONTEXT_RATIO = 0.7  # ... and at least 30 % below in-context's (the paper's headline)
 LEAKS = 0.2  # plain fine-tuning does overgeneralize: DPO's or SCD's overgeneralization is at least this
 NEAR_RISE = 0.1  # without the near-scope term, near-scope leakage rises by at least this
+MIX_LEAK = 0.1  # served together, each feedback's overgeneralization rises by at most this over its adapter alone
+COMPOSED = ("ampersand", "u")  # the two feedbacks served together
 
 
 def _holds_adherence(m: Mapping[str, float]) -> bool:
@@ -75,4 +77,46 @@ ANCHORS = Claim(
     paper="ablations (configs lcdpo_no_hard / lcdpo_no_soft): removing either anchor increases overgeneralization",
 )
 
-METHOD = method(SLUG, (ADHERENCE, ANCHORS))
+
+def _holds_composition(m: Mapping[str, float]) -> bool:
+    return all(
+        m[f"{k}_alone_adherence"] >= LEARNED
+        and m[f"{k}_mixed_adherence"] >= m[f"{k}_alone_adherence"] - ADH_MARGIN
+        and m[f"{k}_mixed_overgen"] <= m[f"{k}_alone_overgen"] + MIX_LEAK
+        for k in COMPOSED
+    )
+
+
+COMPOSITION = Claim(
+    key=f"{SLUG}/composition",
+    statement=(
+        "Two C3PO adapters trained separately ('use & instead of and in dms to my colleagues' and 'use u instead "
+        "of you in recipes', the settings above) and served together by summing their LoRA updates keep each "
+        f"feedback's adherence at most {ADH_MARGIN:g} below its adapter alone, each adapter alone having learned "
+        f"its feedback (adherence >= {LEARNED:g}), and raise neither feedback's overgeneralization by more than "
+        f"{MIX_LEAK:g}. Composition in logit space (the base's logits plus each adapter's logit shift) is reported."
+    ),
+    run="experiments:run_composition",
+    holds=_holds_composition,
+    headline="u_mixed_adherence",
+    baseline="u_alone_adherence",
+    paper="LoRA adapters learned for different feedbacks can be mixed and served together (multi-adapter serving)",
+    expected=False,
+    seed_dependent=True,
+    finding=(
+        "Holds on quick seeds 0 and 1 only (the rule was fixed before measuring), because the 'u' adapter does "
+        "not learn its feedback reliably on its own in this world: C3PO's DPO term degenerates the recipe answers "
+        "(repeated 'u cook u cook', off-domain first words on held-out dishes). 'u' adherence alone / mixed, "
+        "seeds 0/1/2: smoke 0.00/1.00/0.78 and 1.00/1.00/0.53; quick 1.00/1.00/0.29 and 1.00/1.00/0.31. '&' "
+        "keeps 1.00 alone and mixed on all six runs. Smoke seed 0 and quick seed 2 fail on 'u' alone, smoke seed "
+        "2 on the mixed drop (0.25), smoke seed 1 on the out-of-scope leak of 'u' once mixed (0.23 against 0.00 "
+        "alone, overgeneralization 0.12). Where both adapters learned (quick seeds 0 and 1) mixing kept both "
+        "adherences at 1.00 with overgeneralization at most 0.04. Logit-space composition, 'u' adherence: smoke "
+        "0.72/1.00/0.30, quick 0.61/1.00/0.00. Neither C3PO at lr 5e-4 nor the KL-distillation anchors (kd_lambda "
+        "1, T 1) made 'u' learn on every seed (alone 0.00 on seed 2 at both scales with KL anchors), and other second "
+        "feedbacks learned no better (quick, seeds 2 / 0: 'u' in trivia 0.00 / 0.00, 'u' in colleague DMs "
+        "0.52 / 0.25, '&' in recipes 0.00)."
+    ),
+)
+
+METHOD = method(SLUG, (ADHERENCE, ANCHORS, COMPOSITION))
