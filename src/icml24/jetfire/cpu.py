@@ -4,16 +4,24 @@ The torch-ops path of :func:`icml24.jetfire.block_matmul` runs one thin ``torch.
 and a rescale pass over the whole output after each, which is memory-bound. This kernel does on the CPU what
 the official CUDA kernels and our Triton kernel do on GPUs: each micro-tile of 6 rows x 32 columns of the output
 lives in registers; per K chunk of one block's width the exact INT8 x INT8 products are summed in INT32 by
-``vpdpbusd`` (u8 x s8: the left operand is offset by 128 and ``128 x`` the chunk's column sums of the right one
+``vpdpbusd`` (u8 x s8: the right operand is offset by 128 and ``-128 x`` the chunk's row sums of the left one
 start the INT32 accumulator, so the sum is exact), converted to FP32 and accumulated with one FMA by
-``s_A[I, k] s_B[J, k]``. Operands may be strided (transposed views); they are packed once per call (``A`` to
-u8, ``B`` to the 16-column x 4-byte VNNI layout), which costs O(MK + NK) against the GEMM's O(MNK).
+``s_A[I, k] s_B[J, k]``. Operands may be strided (transposed views): ``A`` is read in place when its rows are
+contiguous and transposed once otherwise, ``B`` is packed to the 16-column x 4-byte VNNI layout (transposed views
+by 4 x 16-byte SIMD interleaves), which costs O(MK + NK) against the GEMM's O(MNK).
+
+The output's epilogue runs per macro-tile (whole blocks) while the tile is in cache: the bias, and the per-block
+requantization of the result (absmax / 127 scales; round to nearest even, or stochastic rounding), emitted as INT8
+data and scales or as the dequantized FP32 values, bit for bit what quantizing the finished output would give
+(see :func:`vnni_block_matmul_epilogue`). The layers use it for the bias and INT8 outputs of the forward GEMM and
+the requantized input gradient, which saves the passes over the output that quantizing and dequantizing it take.
 
 The kernel is compiled with ``torch.utils.cpp_extension.load_inline`` on first request (g++ and ninja needed;
-about 40 s of CPU time, 1.5-2 min of wall time on a loaded 2-core machine) and cached under torch's extension
+about 30-40 s of CPU time, 1-2 min of wall time on a loaded 2-core machine) and cached under torch's extension
 directory (a folder named after the source's hash), so later processes load it in 0.1-0.5 s. Quantization
 (round to nearest: the same INT8 data and scales as the torch-ops quantizer; stochastic: noise from a hash of one
-draw of the caller's generator) and dequantization live in the same extension.
+draw of the caller's generator and the element's index), dequantization and both in one pass live in the same
+extension.
 
 It is opt-in: ``block_matmul(..., backend="cpu-vnni")`` builds it when needed; ``backend="auto"`` uses it on CPU
 only when it is already built or loaded, or when the environment variable ``ICML24_JETFIRE_CPU_KERNEL=1`` asks
@@ -48,81 +56,101 @@ _SOURCE = r"""
 namespace {
 
 constexpr int64_t MR_MAX = 6;   // rows of a micro-tile (6 x 2 INT32 + 6 x 2 FP32 accumulators in zmm)
-constexpr int64_t MC = 96;      // rows of a macro-tile (A block of MC x KC bytes stays in L2)
-constexpr int64_t NC = 256;     // columns of a macro-tile
+constexpr int64_t MC_WANT = 96;  // rows of a macro-tile (A block of MC x KC bytes stays in L2), whole blocks
+constexpr int64_t NC_WANT = 256; // columns of a macro-tile, whole blocks
 constexpr int64_t KC_WANT = 4096;  // C is written once per K block: keep K whole up to here
 
-// A (M, K) int8, any strides -> u8 (M, K) contiguous, a + 128. A transposed view is copied in 64 x 64 tiles.
-void pack_a(const int8_t* a, int64_t sm, int64_t sk, int64_t M, int64_t K, uint8_t* au) {
-  if (sk == 1) {
-    at::parallel_for(0, M, 16, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const int8_t* src = a + r * sm;
-        uint8_t* dst = au + r * K;
-        for (int64_t k = 0; k < K; ++k) dst[k] = static_cast<uint8_t>(src[k]) ^ 0x80u;
+// 4 rows k..k+3 of 16 consecutive bytes -> 64 bytes holding, per column j, its 4 bytes (the vpdpbusd operand
+// layout), XORed with flip (0x80 turns int8 into the offset u8); adds the 16 columns' int8 values to sums.
+inline void interleave4(const int8_t* src, int64_t stride, int8_t* dst, __m512i& sums, __m128i flip) {
+  const __m128i r0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
+  const __m128i r1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + stride));
+  const __m128i r2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * stride));
+  const __m128i r3 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 3 * stride));
+  const __m512i s01 = _mm512_add_epi32(_mm512_cvtepi8_epi32(r0), _mm512_cvtepi8_epi32(r1));
+  const __m512i s23 = _mm512_add_epi32(_mm512_cvtepi8_epi32(r2), _mm512_cvtepi8_epi32(r3));
+  sums = _mm512_add_epi32(sums, _mm512_add_epi32(s01, s23));
+  const __m128i lo01 = _mm_unpacklo_epi8(r0, r1), hi01 = _mm_unpackhi_epi8(r0, r1);
+  const __m128i lo23 = _mm_unpacklo_epi8(r2, r3), hi23 = _mm_unpackhi_epi8(r2, r3);
+  __m128i* d = reinterpret_cast<__m128i*>(dst);
+  _mm_storeu_si128(d + 0, _mm_xor_si128(_mm_unpacklo_epi16(lo01, lo23), flip));
+  _mm_storeu_si128(d + 1, _mm_xor_si128(_mm_unpackhi_epi16(lo01, lo23), flip));
+  _mm_storeu_si128(d + 2, _mm_xor_si128(_mm_unpacklo_epi16(hi01, hi23), flip));
+  _mm_storeu_si128(d + 3, _mm_xor_si128(_mm_unpackhi_epi16(hi01, hi23), flip));
+}
+
+// X (R, K) int8 stored with unit row stride (a transposed view: X[r, k] at x[r + k * sk]) -> [R/16][K/4][16][4]
+// (row r's 4 bytes k..k+3 at (r / 16) * 16 * K + k * 16 + (r % 16) * 4), or with rowmajor a contiguous (R, K),
+// XORed with flip; with sums, also sums[r * KB + kb] = -128 * sum of X[r, chunk kb].
+void pack_rows_t(const int8_t* x, int64_t sk, int64_t R, int64_t K, int64_t blk, int8_t* xp, int32_t* sums,
+                 uint8_t flip, bool rowmajor) {
+  const int64_t KB = K / blk;
+  const __m128i fl = _mm_set1_epi8(static_cast<char>(flip));
+  at::parallel_for(0, R / 16, 4, [&](int64_t g0, int64_t g1) {
+    alignas(64) int32_t tmp[16];
+    for (int64_t g = g0; g < g1; ++g) {
+      int8_t* dst = xp + g * 16 * K;
+      const int8_t* src = x + g * 16;
+      for (int64_t kb = 0; kb < KB; ++kb) {
+        __m512i s = _mm512_setzero_si512();
+        for (int64_t k = kb * blk; k < (kb + 1) * blk; k += 4) {
+          if (!rowmajor) {
+            interleave4(src + k * sk, sk, dst + k * 16, s, fl);
+            continue;
+          }
+          alignas(64) int8_t quad[64];  // 16 rows x 4 bytes, then each row's 4 bytes to its place
+          interleave4(src + k * sk, sk, quad, s, fl);
+          for (int64_t j = 0; j < 16; ++j) std::memcpy(xp + (g * 16 + j) * K + k, quad + 4 * j, 4);
+        }
+        if (sums != nullptr) {
+          _mm512_store_si512(tmp, _mm512_mullo_epi32(s, _mm512_set1_epi32(-128)));
+          for (int64_t j = 0; j < 16; ++j) sums[(g * 16 + j) * KB + kb] = tmp[j];
+        }
       }
-    });
-    return;
-  }
-  constexpr int64_t T = 64;
-  const int64_t mt = (M + T - 1) / T, kt = (K + T - 1) / T;
-  at::parallel_for(0, mt * kt, 1, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t m0 = (t / kt) * T, k0 = (t % kt) * T;
-      const int64_t m1 = std::min(M, m0 + T), k1 = std::min(K, k0 + T);
-      uint8_t tile[T][T];
-      for (int64_t k = k0; k < k1; ++k) {
-        const int8_t* src = a + k * sk;
-        for (int64_t m = m0; m < m1; ++m) tile[k - k0][m - m0] = static_cast<uint8_t>(src[m * sm]) ^ 0x80u;
-      }
-      for (int64_t m = m0; m < m1; ++m)
-        for (int64_t k = k0; k < k1; ++k) au[m * K + k] = tile[k - k0][m - m0];
     }
   });
 }
 
-// B (N, K) int8, any strides -> [N/16][K/4][16][4] int8 (16 columns x 4 consecutive k per 64 bytes, the operand
-// layout of vpdpbusd), and ncs[kb][n] = -128 * sum of B[n, chunk kb] (the u8 offset's correction).
-void pack_b(const int8_t* b, int64_t sn, int64_t sk, int64_t N, int64_t K, int64_t blk, int8_t* bp,
-            int32_t* ncs) {
-  const int64_t KB = K / blk;
-  if (sk == 1) {  // rows of B contiguous: copy 4 bytes of a row at a time
-    at::parallel_for(0, N, 16, [&](int64_t n0, int64_t n1) {
-      for (int64_t n = n0; n < n1; ++n) {
-        const int8_t* src = b + n * sn;
-        int32_t* dst = reinterpret_cast<int32_t*>(bp + (n / 16) * 16 * K) + (n % 16);
+// X (R, K) int8 with any strides -> the same [R/16][K/4][16][4] layout, XORed with flip (row-contiguous sources
+// copy 4 bytes at a time).
+void pack_rows(const int8_t* x, int64_t sr, int64_t sk, int64_t R, int64_t K, int8_t* xp, uint8_t flip) {
+  const uint32_t fl4 = 0x01010101u * flip;
+  at::parallel_for(0, R, 16, [&](int64_t n0, int64_t n1) {
+    for (int64_t n = n0; n < n1; ++n) {
+      uint32_t* dst = reinterpret_cast<uint32_t*>(xp + (n / 16) * 16 * K) + (n % 16);
+      if (sk == 1) {
+        const int8_t* src = x + n * sr;
         for (int64_t k4 = 0; k4 < K / 4; ++k4) {
-          int32_t w;
+          uint32_t w;
           std::memcpy(&w, src + 4 * k4, 4);
-          dst[k4 * 16] = w;
+          dst[k4 * 16] = w ^ fl4;
         }
-        for (int64_t kb = 0; kb < KB; ++kb) {
-          int32_t s = 0;
-          for (int64_t k = kb * blk; k < (kb + 1) * blk; ++k) s += src[k];
-          ncs[kb * N + n] = -128 * s;
+      } else {
+        for (int64_t k4 = 0; k4 < K / 4; ++k4) {
+          uint8_t w[4];
+          for (int t = 0; t < 4; ++t) w[t] = static_cast<uint8_t>(x[n * sr + (4 * k4 + t) * sk]) ^ flip;
+          std::memcpy(dst + k4 * 16, w, 4);
         }
       }
-    });
-    return;
-  }
-  // general strides (a transposed view has sn == 1): per K chunk, interleave 4 rows of 16 columns
-  at::parallel_for(0, KB, 1, [&](int64_t kb0, int64_t kb1) {
-    for (int64_t kb = kb0; kb < kb1; ++kb)
-      for (int64_t g = 0; g < N / 16; ++g) {
-        int32_t s[16] = {0};
-        int8_t* dst = bp + g * 16 * K;
-        for (int64_t k = kb * blk; k < (kb + 1) * blk; k += 4) {
-          int8_t* d = dst + k * 16;
-          for (int64_t t = 0; t < 4; ++t) {
-            const int8_t* src = b + (k + t) * sk + g * 16 * sn;
-            for (int64_t j = 0; j < 16; ++j) {
-              const int8_t v = src[j * sn];
-              s[j] += v;
-              d[j * 4 + t] = v;
-            }
-          }
+    }
+  });
+}
+
+// sums[r * KB + kb] = -128 * sum of A[r, chunk kb] for a row-contiguous A (|sum| <= 2^7 blk: exact in int32).
+void row_sums(const int8_t* a, int64_t lda, int64_t M, int64_t K, int64_t blk, int32_t* sums) {
+  const int64_t KB = K / blk;
+  at::parallel_for(0, M, 16, [&](int64_t r0, int64_t r1) {
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t kb = 0; kb < KB; ++kb) {
+        __m256i acc = _mm256_setzero_si256();
+        for (int64_t k = kb * blk; k < (kb + 1) * blk; k += 32) {  // sum of a ^ 0x80 (as u8) = sum of a + 128 * 32
+          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + r * lda + k));
+          acc = _mm256_add_epi64(acc, _mm256_sad_epu8(_mm256_xor_si256(v, flip), _mm256_setzero_si256()));
         }
-        for (int64_t j = 0; j < 16; ++j) ncs[kb * N + g * 16 + j] = -128 * s[j];
+        alignas(32) int64_t t[4];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(t), acc);
+        sums[r * KB + kb] = -128 * static_cast<int32_t>(t[0] + t[1] + t[2] + t[3] - 128 * blk);
       }
   });
 }
@@ -140,12 +168,85 @@ inline __m512i mix32(__m512i h) {  // murmur3's finalizer
   return _mm512_xor_si512(h, _mm512_srli_epi32(h, 16));
 }
 
+// 16 values of one row of a block divided by its (safe) scale, rounded (to nearest even, or stochastically with
+// noise from a hash of the seed and the element's index r * Np + c + lane) and clamped to [-128, 127].
+inline __m512 round16(__m512 v, float safe, bool stochastic, int64_t idx, uint32_t s_lo, uint32_t s_hi) {
+  const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+  const __m512 signmask = _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int32_t>(0x80000000u)));
+  __m512 y = _mm512_div_ps(v, _mm512_set1_ps(safe));
+  if (stochastic) {
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const uint32_t base = static_cast<uint32_t>(idx) ^ s_hi;
+    __m512i h = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int32_t>(base)), lane);
+    h = mix32(_mm512_xor_si512(_mm512_mullo_epi32(h, _mm512_set1_epi32(static_cast<int32_t>(0x9e3779b9u))),
+                               _mm512_set1_epi32(static_cast<int32_t>(s_lo))));
+    h = _mm512_srai_epi32(_mm512_slli_epi32(h, 16), 16);  // a signed 16-bit draw
+    const __m512 u =
+        _mm512_div_ps(_mm512_add_ps(_mm512_cvtepi32_ps(h), _mm512_set1_ps(0.5f)), _mm512_set1_ps(65536.0f));
+    __m512 a = _mm512_add_ps(_mm512_and_ps(y, absmask), u);
+    a = _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    y = _mm512_or_ps(a, _mm512_and_ps(y, signmask));
+  } else {
+    y = _mm512_roundscale_ps(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
+  return _mm512_min_ps(_mm512_max_ps(y, _mm512_set1_ps(-128.0f)), _mm512_set1_ps(127.0f));
+}
+
+// The epilogue of one macro-tile of C (rows [m0, m1), columns [c0, c1), whole blocks when mode > 0), run while it
+// is in cache: adds the bias to the columns below Nv; mode 1 / 2 requantize every blk x blk block of the cropped
+// (Mv, Nv) output exactly as quantize() would (entries outside it count as zero), writing INT8 data and scales
+// (mode 1) or the dequantized values q * scale over C (mode 2).
+void epilogue(float* C, int64_t Np, int64_t m0, int64_t m1, int64_t c0, int64_t c1, int64_t Mv, int64_t Nv,
+              int64_t blk, const float* bias, int64_t mode, bool stochastic, uint32_t s_lo, uint32_t s_hi, int8_t* Q,
+              float* S, int64_t NB) {
+  const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+  if (mode == 0) {
+    if (bias == nullptr) return;
+    for (int64_t r = m0; r < std::min(m1, Mv); ++r)
+      for (int64_t c = c0; c < c1; c += 16) {
+        const __mmask16 mk = tail_mask(c, Nv);
+        float* p = C + r * Np + c;
+        _mm512_mask_storeu_ps(p, mk, _mm512_add_ps(_mm512_loadu_ps(p), _mm512_maskz_loadu_ps(mk, bias + c)));
+      }
+    return;
+  }
+  for (int64_t r0 = m0; r0 < m1; r0 += blk)
+    for (int64_t j0 = c0; j0 < c1; j0 += blk) {
+      __m512 m = _mm512_setzero_ps();
+      const int64_t rv = std::min(r0 + blk, Mv);
+      for (int64_t r = r0; r < rv; ++r)
+        for (int64_t c = j0; c < j0 + blk; c += 16) {
+          const __mmask16 mk = tail_mask(c, Nv);
+          float* p = C + r * Np + c;
+          __m512 v = _mm512_maskz_loadu_ps(mk, p);
+          if (bias != nullptr) {
+            v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, bias + c));
+            _mm512_storeu_ps(p, v);
+          }
+          m = _mm512_max_ps(m, _mm512_and_ps(v, absmask));
+        }
+      const float sc = _mm512_reduce_max_ps(m) / 127.0f;
+      const float safe = sc > 0.0f ? sc : 1.0f;
+      S[(r0 / blk) * NB + j0 / blk] = sc;
+      for (int64_t r = r0; r < r0 + blk; ++r)
+        for (int64_t c = j0; c < j0 + blk; c += 16) {
+          const __mmask16 mk = r < Mv ? tail_mask(c, Nv) : static_cast<__mmask16>(0);
+          const __m512 y = round16(_mm512_maskz_loadu_ps(mk, C + r * Np + c), safe, stochastic, r * Np + c, s_lo, s_hi);
+          if (mode == 1)
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(Q + r * Np + c), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(y)));
+          else
+            _mm512_storeu_ps(C + r * Np + c, _mm512_mul_ps(y, _mm512_set1_ps(sc)));  // = float(q) * scale
+        }
+    }
+}
+
 // One micro-tile: MR rows x 32 columns of C over K in [k0, k1), all in zmm registers: per K chunk of blk
-// (a multiple of 32), INT32 sums by vpdpbusd (started at the column-sum correction), then one FMA by the
-// chunk's scale s_A[row block, kb] * s_B[column block, kb] into the FP32 accumulators.
+// (a multiple of 32), INT32 sums by vpdpbusd (u8 columns of B, the offset b + 128, times broadcast int8 quads of
+// a row of A; started at -128 x the row's chunk sum, so the sum is exact), then one FMA by the chunk's scale
+// s_A[row block, kb] * s_B[column block, kb] into the FP32 accumulators. A is row-major with row stride lda.
 template <int MR>
-inline void micro(const uint8_t* a, int64_t lda, const int8_t* bp0, const int8_t* bp1, int64_t k0, int64_t k1,
-                  int64_t blk, const float* const* sa_rows, const float* sb_row, const int32_t* ncs, int64_t N,
+inline void micro(const int8_t* a, int64_t lda, const uint8_t* bp0, const uint8_t* bp1, int64_t k0, int64_t k1,
+                  int64_t blk, const float* const* sa_rows, const float* sb_row, const int32_t* const* rs_rows,
                   float* c, int64_t ldc, bool first) {
   __m512 f0[MR], f1[MR];
 #pragma GCC unroll 6
@@ -153,22 +254,20 @@ inline void micro(const uint8_t* a, int64_t lda, const int8_t* bp0, const int8_t
     f0[r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc);
     f1[r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc + 16);
   }
-  const uint8_t* ar[MR];
+  const int8_t* ar[MR];
 #pragma GCC unroll 6
   for (int r = 0; r < MR; ++r) ar[r] = a + r * lda;
   for (int64_t kc = k0; kc < k1; kc += blk) {
     const int64_t kb = kc / blk;
     __m512i i0[MR], i1[MR];
-    const __m512i n0 = _mm512_loadu_si512(ncs + kb * N);
-    const __m512i n1 = _mm512_loadu_si512(ncs + kb * N + 16);
 #pragma GCC unroll 6
     for (int r = 0; r < MR; ++r) {
-      i0[r] = n0;
-      i1[r] = n1;
+      i0[r] = _mm512_set1_epi32(rs_rows[r][kb]);
+      i1[r] = i0[r];
     }
     for (int64_t ks = kc; ks < kc + blk; ks += 32) {
-      const int8_t* p0 = bp0 + ks * 16;
-      const int8_t* p1 = bp1 + ks * 16;
+      const uint8_t* p0 = bp0 + ks * 16;
+      const uint8_t* p1 = bp1 + ks * 16;
 #pragma GCC unroll 8
       for (int k = 0; k < 32; k += 4) {
         const __m512i b0 = _mm512_loadu_si512(p0 + k * 16);
@@ -178,8 +277,8 @@ inline void micro(const uint8_t* a, int64_t lda, const int8_t* bp0, const int8_t
           int32_t w;
           std::memcpy(&w, ar[r] + ks + k, 4);
           const __m512i av = _mm512_set1_epi32(w);
-          i0[r] = _mm512_dpbusd_epi32(i0[r], av, b0);
-          i1[r] = _mm512_dpbusd_epi32(i1[r], av, b1);
+          i0[r] = _mm512_dpbusd_epi32(i0[r], b0, av);
+          i1[r] = _mm512_dpbusd_epi32(i1[r], b1, av);
         }
       }
     }
@@ -198,73 +297,141 @@ inline void micro(const uint8_t* a, int64_t lda, const int8_t* bp0, const int8_t
   }
 }
 
+inline void micro_rows(int64_t mr, const int8_t* a, int64_t lda, const uint8_t* bp0, const uint8_t* bp1, int64_t k0,
+                       int64_t k1, int64_t blk, const float* const* sa_rows, const float* sb_row,
+                       const int32_t* const* rs_rows, float* c, int64_t ldc, bool first) {
+  switch (mr) {
+    case 6: micro<6>(a, lda, bp0, bp1, k0, k1, blk, sa_rows, sb_row, rs_rows, c, ldc, first); break;
+    case 5: micro<5>(a, lda, bp0, bp1, k0, k1, blk, sa_rows, sb_row, rs_rows, c, ldc, first); break;
+    case 4: micro<4>(a, lda, bp0, bp1, k0, k1, blk, sa_rows, sb_row, rs_rows, c, ldc, first); break;
+    case 3: micro<3>(a, lda, bp0, bp1, k0, k1, blk, sa_rows, sb_row, rs_rows, c, ldc, first); break;
+    case 2: micro<2>(a, lda, bp0, bp1, k0, k1, blk, sa_rows, sb_row, rs_rows, c, ldc, first); break;
+    default: micro<1>(a, lda, bp0, bp1, k0, k1, blk, sa_rows, sb_row, rs_rows, c, ldc, first); break;
+  }
+}
+
 }  // namespace
 
 // C = sum_k (A_k B_k^T) * sa[I, k] * sb[J, k]; A (M, K), B (N, K) int8 (any strides), M, N, K multiples of blk.
-torch::Tensor block_gemm(torch::Tensor a, torch::Tensor sa, torch::Tensor b, torch::Tensor sb, int64_t blk) {
+// Then, per macro-tile while it is in cache, the epilogue: + bias (FP32 (Nv,) or empty), and for mode 1 / 2 the
+// per-block requantization of the cropped (Mv, Nv) output (round to nearest even, or stochastic with seed).
+// Returns {C} (mode 0: FP32 (M, N)), {Q, S} (mode 1: INT8 (M, N) and scales) or {C} (mode 2: dequantized Q).
+std::vector<torch::Tensor> block_gemm_ex(torch::Tensor a, torch::Tensor sa, torch::Tensor b, torch::Tensor sb,
+                                         int64_t blk, torch::Tensor bias, int64_t Mv, int64_t Nv, int64_t mode,
+                                         bool stochastic, int64_t seed) {
   TORCH_CHECK(a.scalar_type() == torch::kInt8 && b.scalar_type() == torch::kInt8, "operands must be int8");
   TORCH_CHECK(a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(1), "A (M, K) and B (N, K) expected");
   TORCH_CHECK(blk >= 32 && blk % 32 == 0, "block must be a multiple of 32");
+  TORCH_CHECK(mode >= 0 && mode <= 2, "mode must be 0, 1 or 2");
   const int64_t M = a.size(0), K = a.size(1), N = b.size(0);
   TORCH_CHECK(M % blk == 0 && N % blk == 0 && K % blk == 0, "shapes must be multiples of the block");
-  const int64_t KB = K / blk;
+  TORCH_CHECK(Mv <= M && Nv <= N && M - Mv < blk && N - Nv < blk, "the valid shape must pad to the operands'");
+  const int64_t KB = K / blk, NB = N / blk;
   auto saf = sa.to(torch::kFloat32).contiguous();
   auto sbf = sb.to(torch::kFloat32).contiguous();
-  TORCH_CHECK(saf.size(0) == M / blk && saf.size(1) == KB && sbf.size(0) == N / blk && sbf.size(1) == KB,
+  TORCH_CHECK(saf.size(0) == M / blk && saf.size(1) == KB && sbf.size(0) == NB && sbf.size(1) == KB,
               "scales must have one entry per block");
-  auto au = torch::empty({M, K}, torch::kUInt8);
-  auto bp = torch::empty({N * K}, torch::kInt8);
-  auto ncs = torch::empty({KB, N}, torch::kInt32);
+  torch::Tensor biasf;
+  if (bias.numel() > 0) {
+    biasf = bias.to(torch::kFloat32).contiguous();
+    TORCH_CHECK(biasf.dim() == 1 && biasf.size(0) == Nv, "bias must have one entry per valid column");
+  }
+  const float* BIAS = bias.numel() > 0 ? biasf.data_ptr<float>() : nullptr;
   auto c = torch::empty({M, N}, torch::kFloat32);
-  if (M == 0 || N == 0) return c;
-  if (K == 0) return c.zero_();
-  pack_a(a.data_ptr<int8_t>(), a.stride(0), a.stride(1), M, K, au.data_ptr<uint8_t>());
-  pack_b(b.data_ptr<int8_t>(), b.stride(0), b.stride(1), N, K, blk, bp.data_ptr<int8_t>(), ncs.data_ptr<int32_t>());
-  const uint8_t* A = au.data_ptr<uint8_t>();
-  const int8_t* BP = bp.data_ptr<int8_t>();
-  const int32_t* NCS = ncs.data_ptr<int32_t>();
+  torch::Tensor q, sc;
+  if (mode == 1) {
+    q = torch::empty({M, N}, torch::kInt8);
+    sc = torch::empty({M / blk, NB}, torch::kFloat32);
+  } else if (mode == 2) {
+    sc = torch::empty({M / blk, NB}, torch::kFloat32);
+  }
+  auto result = [&]() -> std::vector<torch::Tensor> {
+    if (mode == 1) return {q, sc};
+    return {c};
+  };
+  if (M == 0 || N == 0) return result();
+  const uint32_t s_lo = static_cast<uint32_t>(seed), s_hi = static_cast<uint32_t>(static_cast<uint64_t>(seed) >> 32);
+  int8_t* Q = mode == 1 ? q.data_ptr<int8_t>() : nullptr;
+  float* S = mode > 0 ? sc.data_ptr<float>() : nullptr;
+  float* C = c.data_ptr<float>();
+  const int64_t MC = (MC_WANT + blk - 1) / blk * blk, NC = (NC_WANT + blk - 1) / blk * blk;  // whole blocks
+  const int64_t mt = (M + MC - 1) / MC, nt = (N + NC - 1) / NC;
+  if (K == 0) {
+    c.zero_();
+    at::parallel_for(0, mt * nt, 1, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t m0 = (t / nt) * MC, c0 = (t % nt) * NC;
+        epilogue(C, N, m0, std::min(M, m0 + MC), c0, std::min(N, c0 + NC), Mv, Nv, blk, BIAS, mode, stochastic,
+                 s_lo, s_hi, Q, S, NB);
+      }
+    });
+    return result();
+  }
+  // A: used in place when its rows are contiguous, else transposed by pack_rows_t (a transposed view) or made
+  // contiguous; its chunk sums correct the u8 offset of B, which is packed to the vpdpbusd layout (b + 128).
+  torch::Tensor ac = a;
+  if (a.stride(1) != 1 && a.stride(0) != 1) ac = a.contiguous();
+  const bool a_t = ac.stride(1) != 1;
+  auto rs = torch::empty({M, KB}, torch::kInt32);
+  torch::Tensor ap = a_t ? torch::empty({M * K}, torch::kInt8) : torch::empty({0}, torch::kInt8);
+  if (a_t)
+    pack_rows_t(ac.data_ptr<int8_t>(), ac.stride(1), M, K, blk, ap.data_ptr<int8_t>(), rs.data_ptr<int32_t>(), 0,
+                true);
+  else
+    row_sums(ac.data_ptr<int8_t>(), ac.stride(0), M, K, blk, rs.data_ptr<int32_t>());
+  auto bp = torch::empty({N * K}, torch::kInt8);
+  if (b.stride(0) == 1 && b.stride(1) != 1)
+    pack_rows_t(b.data_ptr<int8_t>(), b.stride(1), N, K, blk, bp.data_ptr<int8_t>(), nullptr, 0x80, false);
+  else
+    pack_rows(b.data_ptr<int8_t>(), b.stride(0), b.stride(1), N, K, bp.data_ptr<int8_t>(), 0x80);
+  const int8_t* A = a_t ? ap.data_ptr<int8_t>() : ac.data_ptr<int8_t>();
+  const int64_t lda = a_t ? K : ac.stride(0);
+  const uint8_t* BP = reinterpret_cast<const uint8_t*>(bp.data_ptr<int8_t>());
+  const int32_t* RS = rs.data_ptr<int32_t>();
   const float* SA = saf.data_ptr<float>();
   const float* SB = sbf.data_ptr<float>();
-  float* C = c.data_ptr<float>();
   const int64_t KC = std::max<int64_t>(blk, (KC_WANT / blk) * blk);
-  const int64_t mt = (M + MC - 1) / MC, nt = (N + NC - 1) / NC;
   at::parallel_for(0, mt * nt, 1, [&](int64_t t0, int64_t t1) {
     const float* sa_rows[MR_MAX];
+    const int32_t* rs_rows[MR_MAX];
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t m0 = (t / nt) * MC, m1 = std::min(M, m0 + MC);
       const int64_t c0 = (t % nt) * NC, c1 = std::min(N, c0 + NC);
       for (int64_t k0 = 0; k0 < K; k0 += KC) {
         const int64_t k1 = std::min(K, k0 + KC);
         for (int64_t cc = c0; cc < c1; cc += 32) {
-          const int8_t* bp0 = BP + (cc / 16) * 16 * K;
-          const int8_t* bp1 = bp0 + 16 * K;
+          const uint8_t* bp0 = BP + (cc / 16) * 16 * K;
+          const uint8_t* bp1 = bp0 + 16 * K;
           const float* sb_row = SB + (cc / blk) * KB;
           for (int64_t r = m0; r < m1; r += MR_MAX) {
             const int64_t mr = std::min<int64_t>(MR_MAX, m1 - r);
-            for (int64_t i = 0; i < mr; ++i) sa_rows[i] = SA + ((r + i) / blk) * KB;
-            const uint8_t* ar = A + r * K;
+            for (int64_t i = 0; i < mr; ++i) {
+              const int64_t row = r + i;
+              sa_rows[i] = SA + (row / blk) * KB;
+              rs_rows[i] = RS + row * KB;
+            }
             float* cr = C + r * N + cc;
             const bool first = k0 == 0;
-            switch (mr) {
-              case 6: micro<6>(ar, K, bp0, bp1, k0, k1, blk, sa_rows, sb_row, NCS + cc, N, cr, N, first); break;
-              case 5: micro<5>(ar, K, bp0, bp1, k0, k1, blk, sa_rows, sb_row, NCS + cc, N, cr, N, first); break;
-              case 4: micro<4>(ar, K, bp0, bp1, k0, k1, blk, sa_rows, sb_row, NCS + cc, N, cr, N, first); break;
-              case 3: micro<3>(ar, K, bp0, bp1, k0, k1, blk, sa_rows, sb_row, NCS + cc, N, cr, N, first); break;
-              case 2: micro<2>(ar, K, bp0, bp1, k0, k1, blk, sa_rows, sb_row, NCS + cc, N, cr, N, first); break;
-              default: micro<1>(ar, K, bp0, bp1, k0, k1, blk, sa_rows, sb_row, NCS + cc, N, cr, N, first); break;
-            }
+            micro_rows(mr, A + r * lda, lda, bp0, bp1, k0, k1, blk, sa_rows, sb_row, rs_rows, cr, N, first);
           }
         }
       }
+      epilogue(C, N, m0, m1, c0, c1, Mv, Nv, blk, BIAS, mode, stochastic, s_lo, s_hi, Q, S, NB);
     }
   });
-  return c;
+  return result();
+}
+
+// The plain block GEMM: FP32 (M, N), no epilogue.
+torch::Tensor block_gemm(torch::Tensor a, torch::Tensor sa, torch::Tensor b, torch::Tensor sb, int64_t blk) {
+  return block_gemm_ex(a, sa, b, sb, blk, torch::empty({0}), a.size(0), b.size(0), 0, false, 0)[0];
 }
 
 // Per-block quantization of a float32 matrix X (M, N) (row-contiguous) into int8 (Mp, Np) and scales (Mp/blk,
 // Np/blk): scale = absmax / 127, q = round(x / scale) clamped to [-128, 127] (round half to even, or stochastic:
 // sign(y) * round(|y| + u), u in (-0.5, 0.5) with 16-bit resolution from a counter-based hash of seed and index).
-std::vector<torch::Tensor> quantize(torch::Tensor x, int64_t blk, bool stochastic, int64_t seed) {
+// With dequant, also (third tensor) the dequantized q * scale (M, N) in FP32, from the same pass.
+std::vector<torch::Tensor> quantize_ex(torch::Tensor x, int64_t blk, bool stochastic, int64_t seed, bool dequant) {
   TORCH_CHECK(x.dim() == 2 && blk >= 16 && blk % 16 == 0, "2-D x and a block that is a multiple of 16 expected");
   auto xf = x.to(torch::kFloat32).contiguous();
   const int64_t M = xf.size(0), N = xf.size(1);
@@ -272,15 +439,15 @@ std::vector<torch::Tensor> quantize(torch::Tensor x, int64_t blk, bool stochasti
   const int64_t MB = Mp / blk, NB = Np / blk;
   auto q = torch::empty({Mp, Np}, torch::kInt8);
   auto sc = torch::empty({MB, NB}, torch::kFloat32);
+  torch::Tensor dq = dequant ? torch::empty({M, N}, torch::kFloat32) : torch::empty({0}, torch::kFloat32);
   const float* X = xf.data_ptr<float>();
   int8_t* Q = q.data_ptr<int8_t>();
   float* S = sc.data_ptr<float>();
+  float* D = dequant ? dq.data_ptr<float>() : nullptr;
   const uint32_t s_lo = static_cast<uint32_t>(seed), s_hi = static_cast<uint32_t>(static_cast<uint64_t>(seed) >> 32);
   at::parallel_for(0, MB, 1, [&](int64_t i0, int64_t i1) {
     std::vector<float> am(Np), safe(NB);
     const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
-    const __m512 signmask = _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int32_t>(0x80000000u)));
-    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     for (int64_t I = i0; I < i1; ++I) {
       const int64_t r0 = I * blk, r1 = std::min(M, r0 + blk);
       std::fill(am.begin(), am.end(), 0.0f);
@@ -303,29 +470,22 @@ std::vector<torch::Tensor> quantize(torch::Tensor x, int64_t blk, bool stochasti
           continue;
         }
         for (int64_t c = 0; c < Np; c += 16) {
-          const __m512 v = _mm512_maskz_loadu_ps(tail_mask(c, N), X + r * N + c);
-          __m512 y = _mm512_div_ps(v, _mm512_set1_ps(safe[c / blk]));
-          if (stochastic) {
-            const uint32_t base = static_cast<uint32_t>(r * Np + c) ^ s_hi;
-            __m512i h = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int32_t>(base)), lane);
-            h = mix32(_mm512_xor_si512(_mm512_mullo_epi32(h, _mm512_set1_epi32(static_cast<int32_t>(0x9e3779b9u))),
-                                       _mm512_set1_epi32(static_cast<int32_t>(s_lo))));
-            h = _mm512_srai_epi32(_mm512_slli_epi32(h, 16), 16);  // a signed 16-bit draw
-            const __m512 u = _mm512_div_ps(_mm512_add_ps(_mm512_cvtepi32_ps(h), _mm512_set1_ps(0.5f)),
-                                           _mm512_set1_ps(65536.0f));
-            __m512 a = _mm512_add_ps(_mm512_and_ps(y, absmask), u);
-            a = _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            y = _mm512_or_ps(a, _mm512_and_ps(y, signmask));
-          } else {
-            y = _mm512_roundscale_ps(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-          }
-          y = _mm512_min_ps(_mm512_max_ps(y, _mm512_set1_ps(-128.0f)), _mm512_set1_ps(127.0f));
+          const __mmask16 mk = tail_mask(c, N);
+          const __m512 y = round16(_mm512_maskz_loadu_ps(mk, X + r * N + c), safe[c / blk], stochastic, r * Np + c,
+                                   s_lo, s_hi);
           _mm_storeu_si128(reinterpret_cast<__m128i*>(qr + c), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(y)));
+          if (D != nullptr)  // y holds the INT8 value: y * scale = float(q) * scale
+            _mm512_mask_storeu_ps(D + r * N + c, mk, _mm512_mul_ps(y, _mm512_set1_ps(S[I * NB + c / blk])));
         }
       }
     }
   });
-  return {q, sc};
+  return {q, sc, dq};
+}
+
+std::vector<torch::Tensor> quantize(torch::Tensor x, int64_t blk, bool stochastic, int64_t seed) {
+  auto r = quantize_ex(x, blk, stochastic, seed, false);
+  return {r[0], r[1]};
 }
 
 // q (Mp, Np) int8 with scales (Mp/blk, Np/blk) -> float32 (M, N): q * scale, cropped.
@@ -461,7 +621,7 @@ def load_cpu_kernel(verbose: bool = False):
         mod = load_inline(
             _NAME,
             cpp_sources=[_SOURCE],
-            functions=["block_gemm", "quantize", "dequantize"],
+            functions=["block_gemm", "block_gemm_ex", "quantize", "quantize_ex", "dequantize"],
             extra_cflags=_FLAGS,
             extra_ldflags=["-fopenmp"],
             build_directory=str(folder),
@@ -544,6 +704,77 @@ def vnni_block_matmul(a: Tensor, sa: Tensor, b: Tensor, sb: Tensor, block: int) 
     return load_cpu_kernel().block_gemm(a, sa, b, sb, int(block))
 
 
+def vnni_block_matmul_epilogue(
+    a: Tensor,
+    sa: Tensor,
+    b: Tensor,
+    sb: Tensor,
+    block: int,
+    shape: tuple[int, int],
+    bias: Tensor | None = None,
+    rounding: str | None = None,
+    seed: int = 0,
+    out: str = "float",
+):
+    """``Y = A B^T (+ bias)`` by the fused kernel, with the output's requantization in the kernel's epilogue.
+
+    Each macro-tile of the output (whole blocks) gets the bias and, with ``rounding``, its per-block quantization
+    while it is still in cache: the same INT8 data and scales as :func:`vnni_quantize` on the cropped ``Y`` (with
+    the same ``seed``), and with ``out="float"`` the dequantized ``q * scale`` (what :func:`vnni_dequantize` gives).
+
+    Parameters
+    ----------
+    a, sa, b, sb, block
+        As :func:`vnni_block_matmul`.
+    shape : tuple of int
+        The unpadded ``(M, N)`` of ``Y``: at most one block below the operands' padded sides.
+    bias : torch.Tensor, optional
+        ``(N,)``, added in FP32.
+    rounding : {None, "nearest", "stochastic"}, default None
+        No requantization, or its rounding.
+    seed : int, default 0
+        Seed of the stochastic-rounding noise.
+    out : {"float", "int8"}, default "float"
+        With ``rounding``: the dequantized FP32 output, or the INT8 data and scales.
+
+    Returns
+    -------
+    torch.Tensor or (torch.Tensor, torch.Tensor)
+        FP32 ``(Mp, Np)`` (crop it to ``shape``), or INT8 ``(Mp, Np)`` and scales ``(Mp / block, Np / block)``.
+    """
+    import torch
+
+    mode = 0 if rounding is None else (1 if out == "int8" else 2)
+    bias_t = bias.detach() if bias is not None else torch.empty(0)
+    res = load_cpu_kernel().block_gemm_ex(
+        a, sa, b, sb, int(block), bias_t, int(shape[0]), int(shape[1]), mode, rounding == "stochastic", int(seed)
+    )
+    return (res[0], res[1]) if mode == 1 else res[0]
+
+
+def vnni_fake_quantize(x: Tensor, block: int, stochastic: bool, seed: int) -> tuple[Tensor, Tensor, Tensor]:
+    """:func:`vnni_quantize` and the dequantized tensor from the same pass over ``x``.
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        Floating ``(M, N)`` on CPU.
+    block : int
+        A multiple of 32.
+    stochastic : bool
+        Stochastic rounding instead of round to nearest even.
+    seed : int
+        Seed of the noise.
+
+    Returns
+    -------
+    (torch.Tensor, torch.Tensor, torch.Tensor)
+        INT8 ``(Mp, Np)``, scales, and FP32 ``(M, N)`` equal to :func:`vnni_dequantize` of the two.
+    """
+    q, s, d = load_cpu_kernel().quantize_ex(x, int(block), bool(stochastic), int(seed), True)
+    return q, s, d
+
+
 def vnni_quantize(x: Tensor, block: int, stochastic: bool, seed: int) -> tuple[Tensor, Tensor]:
     """Per-block INT8 quantization of a CPU matrix by the extension (one pass per row of blocks).
 
@@ -605,4 +836,6 @@ __all__ = [
     "load_cpu_kernel",
     "cpu_kernel_usable",
     "vnni_block_matmul",
+    "vnni_block_matmul_epilogue",
+    "vnni_fake_quantize",
 ]

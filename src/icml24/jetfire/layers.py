@@ -29,7 +29,10 @@ from .quant import (
     check_block_size,
     check_cpu_backend,
     dequantize_raw,
+    fake_quantize_raw,
+    linear_gemm,
     quantize_raw,
+    use_cpu_kernel,
 )
 
 _ATTN_INPUT_NAMES = ("c_attn", "q_proj", "k_proj", "v_proj", "qkv", "query", "key", "value", "qkv_proj")
@@ -69,6 +72,14 @@ def _q(x2: Tensor, st: QuantState, rounding: str) -> BlockQuant:
     return quantize_raw(x2, st.block, rounding, gen, st.backend)
 
 
+def _fq(x2: Tensor, st: QuantState, rounding: str) -> tuple[BlockQuant, Tensor]:
+    """``_q`` and the dequantized value (``dequantize_raw(_q(...))``), in one pass where the CPU kernel runs."""
+    gen = st.generator if rounding == "stochastic" else None
+    if x2.device != st.generator.device and rounding == "stochastic":
+        gen = None
+    return fake_quantize_raw(x2, st.block, rounding, gen, st.backend)
+
+
 class _JetfireLinearFn(torch.autograd.Function):
     """Y = X W^T + b with INT8 block GEMMs in the forward, input-gradient and weight-gradient passes."""
 
@@ -82,11 +93,8 @@ class _JetfireLinearFn(torch.autograd.Function):
         x2 = _as_matrix(x)
         qx = _q(x2, st, "nearest")
         qw = _q(weight.to(torch.float32), st, "nearest")  # weights requantized from the FP master copy
-        y = block_matmul(qx, qw, backend=st.backend)
-        if bias is not None:
-            y = y + bias.to(torch.float32)
-        if st.int8_output:
-            y = dequantize_raw(_q(y, st, "nearest"), st.backend)
+        # + bias and the INT8 requantization in the GEMM's epilogue where the CPU kernel runs
+        y = linear_gemm(qx, qw, bias=bias, requantize="nearest" if st.int8_output else None, backend=st.backend)
         ctx.save_for_backward(qx.data, qx.scales, qw.data, qw.scales)
         ctx.meta = (qx.shape, qw.shape, st, bias is not None, x.dtype, weight.dtype, x.shape)
         return y.reshape(*x.shape[:-1], weight.shape[0]).to(x.dtype)
@@ -101,8 +109,8 @@ class _JetfireLinearFn(torch.autograd.Function):
         qg = _q(g2, st, "stochastic")
         gx = gw = gb = None
         if ctx.needs_input_grad[0]:
-            gx = block_matmul(qg, qw.t(), out="int8", rounding="stochastic", generator=_gen(st, g2), backend=st.backend)
-            gx = dequantize_raw(gx, st.backend).reshape(full).to(xdtype)
+            gx = linear_gemm(qg, qw.t(), requantize="stochastic", generator=_gen(st, g2), backend=st.backend)
+            gx = gx.reshape(full).to(xdtype)
         if ctx.needs_input_grad[1]:
             gw = block_matmul(qg.t(), qx.t(), backend=st.backend).to(
                 wdtype
@@ -126,13 +134,13 @@ class _JetfireOpFn(torch.autograd.Function):
 
     @staticmethod
     def _forward(ctx, x, st: QuantState, fn, *params):
-        qx = _q(_as_matrix(x), st, "nearest")
-        xd = dequantize_raw(qx, st.backend).reshape(x.shape)
+        qx, xd = _fq(_as_matrix(x), st, "nearest")
+        xd = xd.reshape(x.shape)
         with torch.no_grad():
             y = fn(xd, *[p.to(torch.float32) for p in params])
         y2 = _as_matrix(y)
         if st.int8_output:
-            y2 = dequantize_raw(_q(y2, st, "nearest"), st.backend)
+            y2 = _fq(y2, st, "nearest")[1]
         ctx.save_for_backward(qx.data, qx.scales)
         ctx.meta = (qx.shape, st, fn, x.shape, x.dtype)
         ctx.params = params  # parameters, not activations: held by reference
@@ -148,13 +156,13 @@ class _JetfireOpFn(torch.autograd.Function):
 
     @staticmethod
     def _backward(ctx, g, xd, st, fn, full, xdtype):
-        gd = dequantize_raw(_q(_as_matrix(g), st, "stochastic"), st.backend).reshape(g.shape)
+        gd = _fq(_as_matrix(g), st, "stochastic")[1].reshape(g.shape)
         params = [p.detach().to(torch.float32).requires_grad_(p.requires_grad) for p in ctx.params]
         with torch.enable_grad():
             y = fn(xd, *params)
             want = [xd] + [p for p in params if p.requires_grad]
             grads = list(torch.autograd.grad(y, want, gd))
-        gx = dequantize_raw(_q(_as_matrix(grads.pop(0)), st, "stochastic"), st.backend)
+        gx = _fq(_as_matrix(grads.pop(0)), st, "stochastic")[1]
         gx = gx.reshape(full).to(xdtype)
         out = [grads.pop(0).to(p.dtype) if q.requires_grad else None for p, q in zip(ctx.params, params)]
         return (gx, None, None, *out)
@@ -309,7 +317,9 @@ class JetfireOp(nn.Module):
     operator runs in FP32 on the dequantized input; the output is requantized. In the backward pass the
     incoming gradient is quantized with stochastic rounding, the operator's vector-Jacobian product is
     recomputed from the saved INT8 input, and the input gradient is emitted as INT8 (stochastic rounding),
-    as the official Triton GELU / LayerNorm backward kernels do.
+    as the official Triton GELU / LayerNorm backward kernels do. Where the fused CPU kernel runs (see
+    :mod:`icml24.jetfire.cpu`), GPT-2's ``NewGELUActivation`` (the tanh GELU as seven element-wise passes) is
+    computed by torch's one-pass ``gelu(approximate="tanh")``, the same function to FP32 rounding.
 
     Parameters
     ----------
@@ -356,7 +366,14 @@ class JetfireOp(nn.Module):
             self._gen = torch.Generator(device=x.device).manual_seed(self.seed)
         st = QuantState(self.block_size, self._gen, True)
         params = [p for _, p in self.inner.named_parameters()]
-        return _JetfireOpFn.apply(x, st, self._fn, *params)
+        fn = self._fn
+        if type(self.inner).__name__ == "NewGELUActivation" and use_cpu_kernel(x, self.block_size, "auto"):
+            fn = _gelu_tanh
+        return _JetfireOpFn.apply(x, st, fn, *params)
+
+
+def _gelu_tanh(x: Tensor, *params: Tensor) -> Tensor:
+    return torch.nn.functional.gelu(x, approximate="tanh")
 
 
 def _desc(x) -> str:

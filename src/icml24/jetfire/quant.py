@@ -21,7 +21,15 @@ from torch import Tensor
 from ..errors import InputError
 from ..validation import check_choice, check_int, check_tensor
 from .cpu import MIN_BLOCK as CPU_MIN_BLOCK
-from .cpu import cpu_kernel_usable, load_cpu_kernel, vnni_block_matmul, vnni_dequantize, vnni_quantize
+from .cpu import (
+    cpu_kernel_usable,
+    load_cpu_kernel,
+    vnni_block_matmul,
+    vnni_block_matmul_epilogue,
+    vnni_dequantize,
+    vnni_fake_quantize,
+    vnni_quantize,
+)
 from .gpu import triton_available, triton_block_matmul
 
 BLOCK = 32  # official QArgs.qgroup_size_lin = qgroup_size_non = 32
@@ -241,12 +249,45 @@ def quantize_raw(x: Tensor, block: int, rounding: str, generator=None, backend: 
     BlockQuant
     """
     if backend in ("auto", "cpu-vnni") and use_cpu_kernel(x, block, backend):
-        seed = 0
-        if rounding == "stochastic":
-            seed = int(torch.randint(-(2**62), 2**62, (1,), generator=generator, device=x.device))
-        data, scales = vnni_quantize(x, block, rounding == "stochastic", seed)
+        data, scales = vnni_quantize(x, block, rounding == "stochastic", _kernel_seed(rounding, generator, x.device))
         return BlockQuant(data, scales, (int(x.shape[0]), int(x.shape[1])), block)
     return _quantize_blocks(x, block, rounding, generator)
+
+
+def _kernel_seed(rounding: str, generator, device) -> int:
+    """The CPU kernel's noise seed: one draw of ``generator`` for stochastic rounding, none for round to nearest."""
+    if rounding != "stochastic":
+        return 0
+    return int(torch.randint(-(2**62), 2**62, (1,), generator=generator, device=device))
+
+
+def fake_quantize_raw(
+    x: Tensor, block: int, rounding: str, generator=None, backend: str = "torch"
+) -> tuple[BlockQuant, Tensor]:
+    """:func:`quantize_raw` and the dequantized FP32 tensor (one pass by the CPU extension where it runs).
+
+    Equal to ``q = quantize_raw(...)`` followed by ``dequantize_raw(q, backend)``, the same generator draws
+    included.
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        Floating matrix.
+    block : int
+    rounding : {"nearest", "stochastic"}
+    generator : torch.Generator, optional
+    backend : str, default "torch"
+
+    Returns
+    -------
+    (BlockQuant, torch.Tensor)
+    """
+    if backend in ("auto", "cpu-vnni") and use_cpu_kernel(x, block, backend):
+        seed = _kernel_seed(rounding, generator, x.device)
+        data, scales, deq = vnni_fake_quantize(x, block, rounding == "stochastic", seed)
+        return BlockQuant(data, scales, (int(x.shape[0]), int(x.shape[1])), block), deq
+    q = quantize_raw(x, block, rounding, generator, backend)
+    return q, dequantize_raw(q, backend)
 
 
 def dequantize_raw(q: BlockQuant, backend: str = "torch") -> Tensor:
@@ -408,7 +449,8 @@ def block_matmul(
     b : BlockQuant
         ``(N, K)`` (e.g. a weight in ``nn.Linear``'s ``(out, in)`` orientation).
     out : {"float", "int8"}, default "float"
-        FP32 output, or requantized per block (the fused requantization of the official kernels).
+        FP32 output, or requantized per block (the fused requantization of the official kernels; on the
+        fused CPU kernel it runs in the GEMM's epilogue, bit for bit what quantizing the FP32 output gives).
     rounding : {"nearest", "stochastic"}, default "nearest"
         Rounding of the INT8 output (stochastic for the input-gradient GEMM).
     generator : torch.Generator, optional
@@ -432,6 +474,31 @@ def block_matmul(
         different devices, or ``backend="triton"`` / ``"cpu-vnni"`` cannot run on them (the message says
         what to do).
     """
+    _check_operands(a, b)
+    out = check_choice(out, "out", ("float", "int8"))
+    rounding = check_choice(rounding, "rounding", ROUNDINGS)
+    backend = _check_backend(a, backend)
+    if out == "int8" and _fused_epilogue(a, b, backend):  # requantized in the CPU kernel's epilogue
+        generator = _check_generator(generator)
+        data, scales = vnni_block_matmul_epilogue(
+            a.data,
+            a.scales,
+            b.data,
+            b.scales,
+            a.block,
+            (a.shape[0], b.shape[0]),
+            rounding=rounding,
+            seed=_kernel_seed(rounding, generator, a.data.device),
+            out="int8",
+        )
+        return BlockQuant(data, scales, (a.shape[0], b.shape[0]), a.block)
+    y = _block_matmul(a, b, backend)
+    if out == "float":
+        return y
+    return quantize_raw(y, a.block, rounding, _check_generator(generator), backend)
+
+
+def _check_operands(a, b) -> None:
     for name, v in (("a", a), ("b", b)):
         if not isinstance(v, BlockQuant):
             raise InputError(f"{name} must be a BlockQuant (from quantize_blocks), got {type(v).__name__}")
@@ -443,8 +510,9 @@ def block_matmul(
         raise InputError(f"b has inner dimension {b.shape[1]}, a has {a.shape[1]} (Y = A B^T needs equal K)")
     if a.data.device != b.data.device:
         raise InputError(f"b is on {b.data.device}, a on {a.data.device}: move both to one device")
-    out = check_choice(out, "out", ("float", "int8"))
-    rounding = check_choice(rounding, "rounding", ROUNDINGS)
+
+
+def _check_backend(a: BlockQuant, backend) -> str:
     backend = check_choice(backend, "backend", BACKENDS)
     if backend == "triton" and not triton_available(a.data, a.block):
         raise InputError(
@@ -453,10 +521,82 @@ def block_matmul(
         )
     if backend == "cpu-vnni":
         check_cpu_backend(a)
+    return backend
+
+
+def _fused_epilogue(a: BlockQuant, b: BlockQuant, backend: str) -> bool:
+    """Whether the CPU kernel runs the GEMM and can requantize in its epilogue (operands padded by < 1 block)."""
+    if backend == "torch" or triton_available(a.data, a.block) or not use_cpu_kernel(a.data, a.block, backend):
+        return False
+    blk = a.block
+    return a.data.shape[0] - a.shape[0] < blk and b.data.shape[0] - b.shape[0] < blk
+
+
+def linear_gemm(
+    a: BlockQuant,
+    b: BlockQuant,
+    *,
+    bias: Tensor | None = None,
+    requantize: str | None = None,
+    generator: torch.Generator | None = None,
+    backend: str = "auto",
+) -> Tensor:
+    """``Y = A B^T + bias`` in FP32, optionally passed through its per-block INT8 quantization (the layers' GEMMs).
+
+    Equal to :func:`block_matmul`, ``+ bias`` and, with ``requantize``, ``dequantize_raw(quantize_raw(Y, ...))``
+    (the same generator draws); where the fused CPU kernel runs the GEMM, the bias and the requantization run in
+    its epilogue, on each output tile while it is in cache, with bit-identical results.
+
+    Parameters
+    ----------
+    a : BlockQuant
+        ``(M, K)``.
+    b : BlockQuant
+        ``(N, K)``, same block size, device and inner dimension.
+    bias : torch.Tensor, optional
+        ``(N,)``.
+    requantize : {None, "nearest", "stochastic"}, default None
+        Rounding of the output's requantization, or none.
+    generator : torch.Generator, optional
+        Noise of stochastic rounding.
+    backend : str, default "auto"
+        One of ``BACKENDS``.
+
+    Returns
+    -------
+    torch.Tensor
+        FP32 ``(M, N)``.
+
+    Raises
+    ------
+    InputError
+        As :func:`block_matmul`, and on an unknown ``requantize``.
+    """
+    _check_operands(a, b)
+    if requantize is not None:
+        requantize = check_choice(requantize, "requantize", ROUNDINGS)
+    generator = _check_generator(generator)
+    backend = _check_backend(a, backend)
+    m, n = a.shape[0], b.shape[0]
+    if _fused_epilogue(a, b, backend):
+        y = vnni_block_matmul_epilogue(
+            a.data,
+            a.scales,
+            b.data,
+            b.scales,
+            a.block,
+            (m, n),
+            bias=bias,
+            rounding=requantize,
+            seed=_kernel_seed(requantize or "nearest", generator, a.data.device),
+        )
+        return y[:m, :n]
     y = _block_matmul(a, b, backend)
-    if out == "float":
-        return y
-    return quantize_raw(y, a.block, rounding, _check_generator(generator), backend)
+    if bias is not None:
+        y = y + bias.to(torch.float32)
+    if requantize is not None:
+        y = dequantize_raw(quantize_raw(y, a.block, requantize, generator, backend), backend)
+    return y
 
 
 def check_cpu_backend(a: BlockQuant) -> None:
