@@ -539,9 +539,11 @@ def pareto_plot(m: dict, title: str, name: str):
 
     fig = Figure(figsize=(5, 4))
     ax = fig.subplots()
-    for method in PARETO_METHODS:
-        ax.scatter(m[f"{method}_overgen"], m[f"{method}_adherence"], s=40)
-        ax.annotate(method, (m[f"{method}_overgen"], m[f"{method}_adherence"]), fontsize=8)
+    for i, method in enumerate(PARETO_METHODS):
+        point = (m[f"{method}_overgen"], m[f"{method}_adherence"])
+        ax.scatter(*point, s=40)
+        # labels stagger vertically, so that methods on the same point (SCD and DPO often are) stay readable
+        ax.annotate(method, point, xytext=(4, 4 - 10 * (i % 3)), textcoords="offset points", fontsize=8)
     ax.set_xlabel("overgeneralization (near + out of scope, lower is better)")
     ax.set_ylabel("feedback adherence (in scope)")
     ax.set_xlim(-0.05, 1.05)
