@@ -238,9 +238,7 @@ class Claim:
         -------
         bool
         """
-        if self.seed_dependent and seeds == 1:
-            return True
-        return bool(holds) is self.expected
+        return matches_declaration(holds, self.expected, self.seed_dependent, seeds)
 
     def judge(self, metrics: Mapping[str, float]) -> bool:
         """``holds`` applied to validated metrics, coerced to a plain bool.
@@ -382,4 +380,27 @@ def finite(*values: float) -> bool:
     return all(math.isfinite(v) for v in values)
 
 
-__all__ = ["Scale", "Claim", "Method", "Metrics", "validate_metrics", "finite"]
+def matches_declaration(holds: bool, expected: bool, seed_dependent: bool = False, seeds: int = 1) -> bool:
+    """Whether a verdict is the one a claim declares (the rule of :meth:`Claim.matches`, for stored records).
+
+    Parameters
+    ----------
+    holds : bool
+        The verdict: on one seed, or over ``seeds`` seeds (holds when every seed holds).
+    expected : bool
+        The claim's ``expected``.
+    seed_dependent : bool, default False
+        The claim's ``seed_dependent``: either verdict matches on one seed.
+    seeds : int, default 1
+        How many seeds the verdict covers.
+
+    Returns
+    -------
+    bool
+    """
+    if seed_dependent and seeds == 1:
+        return True
+    return bool(holds) is bool(expected)
+
+
+__all__ = ["Scale", "Claim", "Method", "Metrics", "validate_metrics", "finite", "matches_declaration"]

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from . import registry
-from .claims import Claim, Method, Scale, validate_metrics
+from .claims import Claim, Method, Scale, matches_declaration, validate_metrics
 from .errors import ICML24Error, InputError, RunDirError
 from .extras import MissingExtra, require
 from .runs import REPORT, RESULTS, RunDir, artifacts_to, atomic_write_bytes, atomic_write_text, recording_substitutions
@@ -543,7 +543,7 @@ def aggregate(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         holds = not error and all(r.get("holds") is True for r in recs)
         expected = first.get("expected", True)
         seed_dependent = bool(first.get("seed_dependent", False))
-        matches = (not error) and (holds is expected or (seed_dependent and len(recs) == 1))
+        matches = (not error) and matches_declaration(holds, expected, seed_dependent, len(recs))
         row = {
             "key": key,
             "slug": first["slug"],
@@ -598,17 +598,9 @@ def _figure(row: dict[str, Any], role: str) -> str:
 
 
 def _verdict_cell(row: dict[str, Any]) -> str:
-    if row["status"] == "error":
-        agg = "ERROR"
-    elif row["holds"]:
-        if row["expected"]:
-            agg = "yes"
-        elif row.get("seed_dependent") and len(row["seeds"]) == 1:
-            agg = "holds on this seed (known)"
-        else:
-            agg = "HOLDS (declared a finding)"
-    else:
-        agg = "NO" if row["expected"] else "does not reproduce (known)"
+    # over several seeds a seed-dependent finding that holds everywhere reads as any finding that holds
+    one_seed = row.get("seed_dependent") and len(row["seeds"]) == 1
+    agg = verdict_text({**row, "seed_dependent": one_seed})
     if row["substitutions"]:
         agg += " *"
     if len(row["seeds"]) > 1:

@@ -65,18 +65,18 @@ def _as_matrix(x: Tensor) -> Tensor:
     return x.reshape(-1, x.shape[-1]).to(torch.float32)
 
 
+def _gen(st: QuantState, t: Tensor):
+    return st.generator if st.generator.device == t.device else None
+
+
 def _q(x2: Tensor, st: QuantState, rounding: str) -> BlockQuant:
-    gen = st.generator if rounding == "stochastic" else None
-    if x2.device != st.generator.device and rounding == "stochastic":
-        gen = None
+    gen = _gen(st, x2) if rounding == "stochastic" else None
     return quantize_raw(x2, st.block, rounding, gen, st.backend)
 
 
 def _fq(x2: Tensor, st: QuantState, rounding: str) -> tuple[BlockQuant, Tensor]:
     """``_q`` and the dequantized value (``dequantize_raw(_q(...))``), in one pass where the CPU kernel runs."""
-    gen = st.generator if rounding == "stochastic" else None
-    if x2.device != st.generator.device and rounding == "stochastic":
-        gen = None
+    gen = _gen(st, x2) if rounding == "stochastic" else None
     return fake_quantize_raw(x2, st.block, rounding, gen, st.backend)
 
 
@@ -118,10 +118,6 @@ class _JetfireLinearFn(torch.autograd.Function):
         if has_bias and ctx.needs_input_grad[2]:
             gb = g2.sum(0).to(wdtype)
         return gx, gw, gb, None
-
-
-def _gen(st: QuantState, t: Tensor):
-    return st.generator if st.generator.device == t.device else None
 
 
 class _JetfireOpFn(torch.autograd.Function):
