@@ -35,7 +35,7 @@ def toy(tmp_path, monkeypatch):
 def test_list_prints_nineteen_rows(capsys):
     assert main(["list", "--runs", "/nonexistent"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert lines[0].split()[:4] == ["slug", "status", "claims", "held"]
+    assert lines[0].split()[:5] == ["slug", "claims", "findings", "last", "run"]
     assert len(lines) == 1 + 19
     assert {line.split()[0] for line in lines[1:]} == set(registry.SLUGS)
 
@@ -99,7 +99,7 @@ def test_verify_table_json_and_report(tmp_path, toy, capsys):
 
     assert main(["list", "--runs", str(tmp_path)]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("toy_method"))
-    assert row.split()[1:4] == ["implemented", "3", "3/3"]
+    assert row.split()[1:5] == ["3", "0", "3/3", "as"] and "(3 hold, 0 findings)" in row
 
 
 def test_failing_and_raising_claims_exit_1(tmp_path, capsys):

@@ -44,3 +44,34 @@ def test_ray_engine_equals_local_engine(tmp_path, monkeypatch):
     assert cfg["engine"] == "ray" and cfg["seeds"] == [0, 1]
     lines = (remote.run_dir.path / "results.jsonl").read_text().splitlines()
     assert len(lines) == 4 and os.path.exists(remote.run_dir.path / "report.md")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="the ray extra is not installed")
+def test_ray_runs_each_shared_experiment_once(tmp_path, monkeypatch):
+    import ray
+    from toy_shared import METHOD
+
+    from icml24 import registry
+
+    counter = tmp_path / "counter"
+    counter.write_text("")
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    monkeypatch.setenv("TOY_SHARED_COUNTER", str(counter))
+    tests_dir = os.path.dirname(os.path.abspath(__file__))
+    registry.register(METHOD)
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"OMP_NUM_THREADS": "1", "PYTHONPATH": tests_dir}},
+    )
+    try:
+        targets = ["toy_shared/beats", "toy_shared/gap", "toy_shared/needs-data"]
+        out = verify(targets, scale="smoke", seeds=[0, 1], out=tmp_path / "ray", progress=False, engine="ray")
+    finally:
+        ray.shutdown()
+        registry.unregister(METHOD.slug)
+    assert out.exit_code == 0 and len(out.records) == 6
+    assert sorted(counter.read_text().split()) == ["0", "1"]  # two claims, one task per seed
+    assert {r["status"] for r in out.records if r["claim"] == "needs-data"} == {"not_run"}

@@ -18,7 +18,31 @@ from typing import Sequence
 from . import __version__
 from .errors import ICML24Error, InputError
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is, so that a run stops as on Ctrl-C (what finished is saved)."""
+
+
+def _on_sigterm(signum, frame):  # pragma: no cover - exercised in a subprocess test
+    raise Terminated()
+
+
+def _quiet_third_parties() -> None:
+    """Without -v: no third-party warnings, download bars or library chatter (our own bar stays)."""
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    for name, value in (
+        ("TRANSFORMERS_VERBOSITY", "error"),
+        ("HF_HUB_DISABLE_PROGRESS_BARS", "1"),
+        ("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1"),
+        ("TOKENIZERS_PARALLELISM", "false"),
+        ("PYTHONWARNINGS", "ignore"),
+        ("RAY_DEDUP_LOGS", "1"),
+    ):
+        os.environ.setdefault(name, value)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -61,6 +85,9 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--out", default="runs", help="folder for the run directory (default runs/)")
     v.add_argument("--resume", default=None, metavar="DIR", help="finish an interrupted run directory")
     v.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
+    v.add_argument(
+        "--strict", action="store_true", help="exit 1 when a claim is not run (a data set or a GPU is missing)"
+    )
     v.set_defaults(func=_cmd_verify)
 
     r = sub.add_parser("report", parents=[common], help="write report.md of a run directory")
@@ -91,15 +118,25 @@ def _cmd_list(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return EXIT_OK
-    head = ["slug", "status", "claims", "held", "findings", "arXiv", "code", "title"]
+    head = ["slug", "claims", "findings", "last run", "paper scale here", "arXiv", "code", "title"]
     body = []
     for r in rows:
-        held = "-" if r["held"] is None else f"{r['held']}/{r['ran']}"
+        if r["as_declared"] is None:
+            last = "-" if not r["not_run"] else f"{r['not_run']} not run"
+        else:
+            last = f"{r['as_declared']}/{r['ran']} as declared ({r['held']} hold, {r['findings_as_declared']} findings)"
+            if r["not_run"]:
+                last += f", {r['not_run']} not run"
+        if r["status"] != "implemented":
+            paper = "-"
+        elif r["paper_scale"]:
+            paper = "yes"
+        else:
+            lacks = "; ".join(r["paper_scale_lacks"])
+            paper = "no: " + (lacks if len(lacks) <= 48 else lacks[:45] + "...")
         code = (r["code"] or "-").replace("https://", "")
         title = r["title"] if len(r["title"]) <= 60 else r["title"][:57] + "..."
-        body.append(
-            [r["slug"], r["status"], str(r["claims"]), held, str(r["findings"]), r["arxiv"] or "-", code, title]
-        )
+        body.append([r["slug"], str(r["claims"]), str(r["findings"]), last, paper, r["arxiv"] or "-", code, title])
     widths = [max(len(x[i]) for x in [head] + body) for i in range(len(head))]
     print("  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip())
     for row in body:
@@ -109,7 +146,10 @@ def _cmd_list(args) -> int:
 
 def _cmd_verify(args) -> int:
     from .claims import Scale
-    from .verify import jsonable, parse_seeds, summary_line, text_table, verify
+    from .verify import jsonable, parse_seeds, preflight_lines, select_claims, summary_line, text_table, verify
+
+    def started(path: Path) -> None:
+        print(f"run directory: {path}", file=sys.stderr, flush=True)
 
     if args.seed is not None and args.seeds is not None:
         raise InputError("give --seed or --seeds, not both")
@@ -119,7 +159,9 @@ def _cmd_verify(args) -> int:
                 "--resume takes its methods, scale and seeds from the run directory",
                 "drop the other options, or start a new run without --resume",
             )
-        outcome = verify(resume=args.resume, debug=args.debug, engine=args.engine, address=args.address)
+        outcome = verify(
+            resume=args.resume, debug=args.debug, engine=args.engine, address=args.address, on_start=started
+        )
     else:
         scale = Scale.parse(args.scale if args.scale is not None else "quick")
         if args.seed is not None and "," in str(args.seed):
@@ -130,6 +172,9 @@ def _cmd_verify(args) -> int:
         except InputError as exc:
             flag = "--seeds" if args.seeds is not None else "--seed"
             raise InputError(f"{flag} must be non-negative integers, got {raw!r}", exc.hint) from None
+        if scale is Scale.PAPER:  # say what paper scale lacks here, once, before any work
+            for line in preflight_lines(select_claims(args.targets), scale):
+                print(f"not at paper scale here: {line}", file=sys.stderr)
         outcome = verify(
             args.targets,
             scale=scale,
@@ -138,6 +183,7 @@ def _cmd_verify(args) -> int:
             debug=args.debug,
             engine=args.engine,
             address=args.address,
+            on_start=started,
         )
     if outcome.run_dir is None:
         msg = "no method has claims yet: nothing to verify"
@@ -165,6 +211,9 @@ def _cmd_verify(args) -> int:
     else:
         print(text_table(outcome.records))
         print(f"\n{summary_line(outcome.records)}; run directory: {outcome.run_dir.path}")
+    if args.strict and any(a["status"] == "not_run" for a in outcome.aggregates):
+        print("error: --strict: some claims were not run (see the table's notes)", file=sys.stderr)
+        return EXIT_FAILED
     return outcome.exit_code
 
 
@@ -223,16 +272,32 @@ def main(argv: Sequence[str] | None = None) -> int:
             format="%(levelname)s: %(message)s",
             stream=sys.stderr,
         )
+        if not args.verbose:
+            _quiet_third_parties()
         if getattr(args, "func", None) is None:
             (getattr(args, "help_parser", None) or parser).print_help()
             return EXIT_USAGE
-        return int(args.func(args))
-    except KeyboardInterrupt:
-        print(
-            "error: interrupted (finished claims are saved; continue with 'icml24 verify --resume DIR')",
-            file=sys.stderr,
-        )
-        return EXIT_INTERRUPTED
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGTERM, _on_sigterm)
+        else:  # pragma: no cover - called from a thread: leave the signals alone
+            previous = None
+        try:
+            return int(args.func(args))
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+    except KeyboardInterrupt as exc:
+        what = "terminated" if isinstance(exc, Terminated) else "interrupted"
+        run_dir = getattr(exc, "run_dir", None)
+        if run_dir is not None:
+            hint = f"finished claims are saved in {run_dir}; continue with 'icml24 verify --resume {run_dir}'"
+        else:
+            hint = "nothing was saved"
+        print(f"error: {what} ({hint})", file=sys.stderr, flush=True)
+        return EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED
     except ICML24Error as exc:
         if debug:
             raise

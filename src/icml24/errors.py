@@ -60,10 +60,26 @@ class InputError(ICML24Error, ValueError):
     """
 
 
-class DataUnavailable(ICML24Error, FileNotFoundError):
+class PrerequisiteMissing(ICML24Error):
+    """Something a run needs is missing here: a data set, a GPU, memory.
+
+    ``icml24 verify`` records a claim whose experiment raises it as **not run** (with this one-line reason),
+    never as a failure: it says nothing about the method.
+
+    Parameters
+    ----------
+    message : str
+        What is missing.
+    hint : str, optional
+        How to get it.
+    """
+
+
+class DataUnavailable(PrerequisiteMissing, FileNotFoundError):
     """A data set's files are not under the data root.
 
-    Also a :class:`FileNotFoundError`, so callers that catch it keep working.
+    Also a :class:`FileNotFoundError`, so callers that catch it keep working. A
+    :class:`PrerequisiteMissing`: a claim that raises it is not run.
 
     Parameters
     ----------
@@ -110,4 +126,12 @@ class ClaimError(ICML24Error):
     """
 
 
-__all__ = ["ICML24Error", "InputError", "DataUnavailable", "DataError", "RunDirError", "ClaimError"]
+__all__ = [
+    "ICML24Error",
+    "InputError",
+    "PrerequisiteMissing",
+    "DataUnavailable",
+    "DataError",
+    "RunDirError",
+    "ClaimError",
+]

@@ -18,6 +18,7 @@ import contextvars
 import datetime as _dt
 import json
 import logging
+import math
 import os
 import platform
 import subprocess
@@ -125,6 +126,52 @@ def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
     pathlib.Path
     """
     return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
+
+
+_NONFINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
+
+
+def encode_nonfinite(obj: Any) -> Any:
+    """Strict JSON: non-finite floats become the strings ``"Infinity"``, ``"-Infinity"`` and ``"NaN"``.
+
+    Parameters
+    ----------
+    obj : object
+        Nested dicts, lists and tuples are walked.
+
+    Returns
+    -------
+    object
+    """
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return "NaN" if math.isnan(obj) else ("Infinity" if obj > 0 else "-Infinity")
+    if isinstance(obj, dict):
+        return {k: encode_nonfinite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [encode_nonfinite(v) for v in obj]
+    return obj
+
+
+def decode_nonfinite(record: dict[str, Any]) -> dict[str, Any]:
+    """A result record as written, with its metrics' ``"Infinity"``/``"-Infinity"``/``"NaN"`` strings as floats.
+
+    Parameters
+    ----------
+    record : dict
+
+    Returns
+    -------
+    dict
+        The same dict, changed in place.
+    """
+    metrics = record.get("metrics")
+    if isinstance(metrics, dict):
+        record["metrics"] = {k: _NONFINITE.get(v, v) if isinstance(v, str) else v for k, v in metrics.items()}
+    for name in ("headline_value", "baseline_value"):
+        v = record.get(name)
+        if isinstance(v, str) and v in _NONFINITE:
+            record[name] = _NONFINITE[v]
+    return record
 
 
 def _json_default(obj: Any) -> Any:
@@ -357,7 +404,7 @@ class RunDir:
                 raise RunDirError(
                     f"{path} line {i + 1} is unreadable", "the file is left untouched; move it away to start afresh"
                 ) from None
-            records.append(rec)
+            records.append(decode_nonfinite(rec))
         return records
 
     def append(self, record: dict[str, Any]) -> None:
@@ -368,7 +415,7 @@ class RunDir:
         record : dict
         """
         path = self.path / RESULTS
-        line = json.dumps(record, sort_keys=True, default=_json_default, allow_nan=True)
+        line = json.dumps(encode_nonfinite(record), sort_keys=True, default=_json_default, allow_nan=False)
         needs_newline = path.exists() and path.stat().st_size > 0 and not path.read_bytes().endswith(b"\n")
         with open(path, "a", encoding="utf-8") as f:
             if needs_newline:
@@ -553,6 +600,8 @@ __all__ = [
     "artifacts_to",
     "artifact_dir",
     "save_figure",
+    "encode_nonfinite",
+    "decode_nonfinite",
     "note_substitution",
     "recording_substitutions",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from .claims import Claim, Metrics, Scale
+from .claims import Claim, Metrics, Scale, validate_metrics
 
 
 def check_claim(
@@ -15,8 +15,9 @@ def check_claim(
     seed: int = 0,
     scale: Scale = Scale.SMOKE,
     expect: bool = True,
+    metrics: Mapping[str, float] | None = None,
 ) -> Metrics:
-    """Run ``claim`` and assert that it holds and that each contradiction makes ``holds`` return False.
+    """Run ``claim`` (or judge given ``metrics`` of its experiment) and assert that it holds and that each contradiction makes ``holds`` return False.
 
     The claim is measured once at ``scale`` with ``seed``; its verdict must equal ``expect``. Each
     contradiction is then overlaid on the measured metrics and the verdict on the result must be False.
@@ -35,6 +36,9 @@ def check_claim(
         Scale at which the claim is measured.
     expect : bool, default True
         The verdict the measured metrics must give (``False`` for a claim expected not to hold).
+    metrics : mapping of str to float, optional
+        The metrics of the claim's experiment, measured once by the caller (``claim.experiment.measure(scale,
+        seed)``) and shared by the claims that judge it; the claim is then not run again.
 
     Returns
     -------
@@ -49,7 +53,7 @@ def check_claim(
     """
     if not contradictions:
         raise AssertionError(f"{claim.key}: give at least one set of contradicting metrics")
-    metrics = claim.measure(scale, seed)
+    metrics = claim.measure(scale, seed) if metrics is None else validate_metrics(claim, metrics)
     assert claim.judge(metrics) is expect, f"{claim.key} at {scale.value} scale: holds={not expect} on {metrics}"
     for bad in contradictions:
         unknown = set(bad) - set(metrics)

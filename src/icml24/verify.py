@@ -7,7 +7,6 @@ The command line (``icml24 verify`` / ``icml24 report``) is a thin layer over :f
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import datetime as _dt
 import logging
 import math
@@ -19,13 +18,23 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from . import registry
-from .claims import Claim, Method, Scale, matches_declaration, validate_metrics
-from .errors import ICML24Error, InputError, RunDirError
+from .claims import Claim, Experiment, Method, Scale, matches_declaration, validate_metrics
+from .errors import ICML24Error, InputError, PrerequisiteMissing, RunDirError
 from .extras import MissingExtra, require
-from .runs import REPORT, RESULTS, RunDir, artifacts_to, atomic_write_bytes, atomic_write_text, recording_substitutions
+from .prereq import unmet
+from .runs import (
+    REPORT,
+    RESULTS,
+    RunDir,
+    artifacts_to,
+    atomic_write_bytes,
+    atomic_write_text,
+    encode_nonfinite,
+    recording_substitutions,
+)
 from .validation import check_choice, check_seed
 
 log = logging.getLogger(__name__)
@@ -126,40 +135,85 @@ class Outcome:
         return 0 if self.all_match else 1
 
 
-def run_claim(claim: Claim, scale: Scale, seed: int, *, debug: bool = False) -> dict[str, Any]:
-    """Run one claim on one seed and return its result record (never raises unless ``debug``).
+def run_experiment(experiment: Experiment, scale: Scale, seed: int, *, debug: bool = False) -> dict[str, Any]:
+    """Run one experiment on one seed (never raises unless ``debug``); its claims are judged on the result.
+
+    Prerequisites declared for ``scale`` are checked first; a missing one, or a
+    :class:`~icml24.errors.PrerequisiteMissing` raised by the run, makes the result "not run".
+
+    Parameters
+    ----------
+    experiment : Experiment
+    scale : Scale
+    seed : int
+    debug : bool, default False
+        Let the run's exception propagate instead of recording it.
+
+    Returns
+    -------
+    dict
+        ``experiment, metrics, error, not_run (the reason or None), substitutions, seconds``.
+    """
+    t0 = time.perf_counter()
+    metrics: dict[str, float] = {}
+    error = not_run = None
+    with recording_substitutions() as notes:
+        reasons = unmet(experiment.requirements(scale))
+        if reasons:
+            not_run = "; ".join(reasons)
+        else:
+            try:
+                metrics = experiment.measure(scale, seed)
+            except KeyboardInterrupt:
+                raise
+            except PrerequisiteMissing as exc:
+                not_run = exc.one_line()
+            except Exception as exc:  # a failing experiment must not take the others down
+                if debug:
+                    raise
+                error = exc.one_line() if isinstance(exc, ICML24Error) else f"{type(exc).__name__}: {exc}"
+                log.debug("experiment %s raised\n%s", experiment.key, traceback.format_exc())
+    return {
+        "experiment": experiment.key,
+        "metrics": metrics,
+        "error": error,
+        "not_run": not_run,
+        "substitutions": list(notes),
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
+
+
+def judge_claim(claim: Claim, scale: Scale, seed: int, result: dict[str, Any], *, first: bool = True) -> dict[str, Any]:
+    """The record of ``claim`` on one seed, judged on its experiment's ``result`` (see :func:`run_experiment`).
 
     Parameters
     ----------
     claim : Claim
     scale : Scale
     seed : int
-    debug : bool, default False
-        Let the claim's exception propagate instead of recording it.
+    result : dict
+        What :func:`run_experiment` returned for ``claim.experiment`` on this seed.
+    first : bool, default True
+        Whether this is the first claim judged on the result: it carries the experiment's seconds, the others
+        0 (so that a table's seconds add up to the time spent).
 
     Returns
     -------
     dict
-        ``key, slug, claim, statement, scale, seed, metrics, headline(_value), baseline(_value), paper,
-        expected, finding, holds, matches, status ("holds" | "fails" | "error"), error, substitutions,
-        seconds, finished``.
+        ``key, slug, claim, statement, scale, seed, experiment, metrics, headline(_value), baseline(_value),
+        paper, expected, finding, holds, matches, status ("holds" | "fails" | "error" | "not_run"), error,
+        not_run, substitutions, seconds, experiment_seconds, finished``.
     """
-    t0 = time.perf_counter()
+    error, not_run = result.get("error"), result.get("not_run")
     metrics: dict[str, float] = {}
-    error = None
     holds = False
-    with recording_substitutions() as notes:
+    if error is None and not_run is None:
         try:
-            metrics = validate_metrics(claim, claim.runner()(scale, seed))
+            metrics = validate_metrics(claim, result.get("metrics", {}))
             holds = bool(claim.holds(metrics))
-        except KeyboardInterrupt:
-            raise
-        except Exception as exc:  # a failing claim must not take the others down
-            if debug:
-                raise
+        except Exception as exc:  # noqa: BLE001 - a broken judge is this claim's error only
             error = exc.one_line() if isinstance(exc, ICML24Error) else f"{type(exc).__name__}: {exc}"
-            log.debug("claim %s raised\n%s", claim.key, traceback.format_exc())
-    seconds = time.perf_counter() - t0
+    status = "error" if error else "not_run" if not_run else ("holds" if holds else "fails")
     return {
         "key": claim.key,
         "slug": claim.slug,
@@ -167,6 +221,7 @@ def run_claim(claim: Claim, scale: Scale, seed: int, *, debug: bool = False) -> 
         "statement": claim.statement,
         "scale": scale.value,
         "seed": seed,
+        "experiment": claim.experiment.key,
         "metrics": metrics,
         "headline": claim.headline,
         "headline_value": metrics.get(claim.headline),
@@ -177,12 +232,47 @@ def run_claim(claim: Claim, scale: Scale, seed: int, *, debug: bool = False) -> 
         "finding": claim.finding,
         "seed_dependent": claim.seed_dependent,
         "holds": holds,
-        "matches": error is None and claim.matches(holds),
-        "status": "error" if error else ("holds" if holds else "fails"),
+        "matches": status == "not_run" or (error is None and claim.matches(holds)),
+        "status": status,
         "error": error,
-        "substitutions": list(notes),
-        "seconds": round(seconds, 3),
+        "not_run": not_run,
+        "substitutions": list(result.get("substitutions", [])),
+        "seconds": float(result.get("seconds", 0.0)) if first else 0.0,
+        "experiment_seconds": float(result.get("seconds", 0.0)),
         "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def run_claim(claim: Claim, scale: Scale, seed: int, *, debug: bool = False) -> dict[str, Any]:
+    """Run one claim's experiment on one seed and return the claim's record (never raises unless ``debug``).
+
+    Parameters
+    ----------
+    claim : Claim
+    scale : Scale
+    seed : int
+    debug : bool, default False
+        Let the experiment's exception propagate instead of recording it.
+
+    Returns
+    -------
+    dict
+        See :func:`judge_claim`.
+    """
+    return judge_claim(claim, scale, seed, run_experiment(claim.experiment, scale, seed, debug=debug))
+
+
+def _result_of(rec: dict[str, Any]) -> dict[str, Any] | None:
+    """An experiment's result recovered from a finished claim's record (for resume), or None."""
+    if rec.get("status") not in ("holds", "fails") or not rec.get("experiment"):
+        return None
+    return {
+        "experiment": rec["experiment"],
+        "metrics": rec.get("metrics", {}),
+        "error": None,
+        "not_run": None,
+        "substitutions": rec.get("substitutions", []),
+        "seconds": rec.get("experiment_seconds", rec.get("seconds", 0.0)),
     }
 
 
@@ -222,6 +312,109 @@ def parse_seeds(value: str | int | Sequence[int]) -> list[int]:
 ENGINES = ("local", "ray")
 
 
+def preflight(claims: Sequence[Claim], scale: Scale | str, *, light: bool = False) -> dict[str, list[str]]:
+    """What each experiment of ``claims`` lacks at ``scale``: ``{experiment key: [reason, ...]}``, unmet only.
+
+    Parameters
+    ----------
+    claims : sequence of Claim
+    scale : Scale or str
+    light : bool, default False
+        Answer without importing torch (``icml24 list``).
+
+    Returns
+    -------
+    dict of str to list of str
+    """
+    scale = Scale.parse(scale)
+    out: dict[str, list[str]] = {}
+    for exp in {c.experiment.key: c.experiment for c in claims}.values():
+        reasons = unmet(exp.requirements(scale), light=light)
+        if reasons:
+            out[exp.key] = reasons
+    return out
+
+
+def preflight_lines(claims: Sequence[Claim], scale: Scale | str) -> list[str]:
+    """One line per experiment that cannot run at ``scale`` here, naming its claims and what it lacks.
+
+    Parameters
+    ----------
+    claims : sequence of Claim
+    scale : Scale or str
+
+    Returns
+    -------
+    list of str
+    """
+    lacking = preflight(claims, scale)
+    lines = []
+    for key, reasons in lacking.items():
+        names = [c.key for c in claims if c.experiment.key == key]
+        lines.append(f"{', '.join(names)}: needs {'; '.join(reasons)}")
+    return lines
+
+
+def _connect_ray(address: str | None, timeout: float = 30.0) -> bool:
+    """Join (or start) a Ray cluster; True when this call started it. Refuses an unreachable address."""
+    require("ray", extra="ray", what="--engine ray")
+    import socket
+
+    import ray
+
+    if ray.is_initialized():
+        return False
+    host, sep, port = (address or "").rpartition(":")
+    if address and address != "auto" and "://" not in address:
+        if not sep or not port.isdigit():
+            raise InputError(f"--address {address!r} is not HOST:PORT", "e.g. --address 10.0.0.5:6379")
+        try:  # ray.init itself waits on an unreachable address without a limit
+            socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout).close()
+        except OSError as exc:
+            raise InputError(
+                f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}",
+                "check --address HOST:PORT, or leave it out to start a local cluster",
+            ) from None
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    try:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise InputError(
+            f"cannot reach the Ray cluster {address or '(local)'}: {str(exc).splitlines()[0] if str(exc) else exc}",
+            "check --address HOST:PORT, or leave it out to start a local cluster",
+        ) from None
+    return True
+
+
+@dataclass
+class _Unit:
+    """One experiment on one seed and the claims to judge on it (``result`` known when resumed)."""
+
+    experiment: Experiment
+    seed: int
+    claims: list[Claim]
+    result: dict[str, Any] | None = None
+
+
+def _units(claims: Sequence[Claim], seeds: Sequence[int], done: Sequence[dict[str, Any]]) -> list[_Unit]:
+    done_pairs = {(r["key"], int(r.get("seed", 0))) for r in done}
+    finished = {}
+    for r in done:
+        res = _result_of(r)
+        if res is not None:
+            finished[(res["experiment"], int(r.get("seed", 0)))] = res
+    units: dict[tuple[str, int], _Unit] = {}
+    for s in seeds:  # seed-major: every method's first seed finishes before any second seed starts
+        for c in claims:
+            if (c.key, s) in done_pairs:
+                continue
+            k = (c.experiment.key, s)
+            if k not in units:
+                units[k] = _Unit(c.experiment, s, [], finished.get(k))
+            units[k].claims.append(c)
+    return list(units.values())
+
+
 def verify(
     targets: Sequence[str] | None = None,
     *,
@@ -234,8 +427,11 @@ def verify(
     debug: bool = False,
     engine: str = "local",
     address: str | None = None,
+    on_start: Callable[[Path], None] | None = None,
 ) -> Outcome:
     """Run claims x seeds into a run directory and return their records (earlier ones included on resume).
+
+    Each experiment runs once per seed, and every selected claim that judges it is judged on its metrics.
 
     Parameters
     ----------
@@ -249,16 +445,19 @@ def verify(
     out : path, default "runs"
         Folder of run directories.
     resume : path, optional
-        A run directory to finish: its own configuration is used and the (claim, seed) pairs already in its
-        ``results.jsonl`` are skipped. The resume is recorded in its ``env.json``.
+        A run directory to finish: its own configuration is used, the (claim, seed) pairs already in its
+        ``results.jsonl`` are skipped, and their experiments' metrics judge the claims still to do. The resume is
+        recorded in its ``env.json``.
     progress : bool, optional
         Show a progress bar (default: when stderr is a terminal).
     debug : bool, default False
         Let a claim's exception propagate.
     engine : {"local", "ray"}, default "local"
-        ``ray`` runs claims x seeds as Ray tasks (one CPU each unless the claim declares ``cpus``).
+        ``ray`` runs experiments x seeds as Ray tasks (one CPU each unless the experiment declares ``cpus``).
     address : str, optional
-        The Ray cluster to join; a local one is started when None and Ray is not initialised.
+        The Ray cluster to join (refused within 30 s when unreachable); a local one is started when None.
+    on_start : callable, optional
+        Called with the run directory's path once it exists, before any claim runs.
 
     Returns
     -------
@@ -268,7 +467,9 @@ def verify(
     Raises
     ------
     InputError
-        Bad arguments; RunDirError: an unusable run directory or one in use by another process.
+        Bad arguments or an unreachable Ray cluster (before any run directory is created); PrerequisiteMissing:
+        at PAPER scale, when no selected claim can run here (see :func:`preflight_lines`); RunDirError: an
+        unusable run directory or one in use by another process. A KeyboardInterrupt carries ``run_dir``.
     """
     engine = check_choice(engine, "engine", ENGINES)
     if address is not None and engine != "ray":
@@ -278,6 +479,8 @@ def verify(
     if resume is not None:
         run = RunDir.open(resume)
         cfg = run.config
+        if cfg.get("command", "verify") != "verify":
+            raise RunDirError(f"{run.path} is not a verify run", "resume a directory that 'icml24 verify' wrote")
         try:
             scale = Scale.parse(cfg["scale"])
             seeds = parse_seeds(cfg["seeds"] if "seeds" in cfg else [int(cfg["seed"])])
@@ -287,12 +490,21 @@ def verify(
                 f"{run.path / 'config.json'} lacks scale, seeds or claims", "it was not written by 'icml24 verify'"
             ) from None
         claims = claims_by_key(keys)
+        started = _connect_ray(address) if engine == "ray" else False
     else:
         scale = Scale.parse(scale)
         seeds = parse_seeds(seeds if seed is None else seed)
         claims = select_claims(targets)
         if not claims:
             return Outcome(None)
+        if scale is Scale.PAPER:
+            lacking = preflight(claims, scale)
+            if len(lacking) == len({c.experiment.key for c in claims}):
+                raise PrerequisiteMissing(
+                    f"no selected claim can run at paper scale here ({len(claims)} claims lack a prerequisite)",
+                    "see the lines above; 'icml24 list' shows where paper scale can run",
+                )
+        started = _connect_ray(address) if engine == "ray" else False
         what = "verify-" + ("-".join(sorted({c.slug for c in claims})) if targets else "all")
         config = {
             "command": "verify",
@@ -305,55 +517,88 @@ def verify(
             "argv": sys.argv,
             "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         }
-        run = RunDir.create(out, what, config)
-
-    with run.lock():
-        done = run.results(repair=True) if resume is not None else []
-        if resume is not None:
-            run.record_resume(engine=engine)
-        done_pairs = {(r["key"], int(r.get("seed", 0))) for r in done}
-        wanted = {c.key for c in claims}
-        records = [r for r in done if r["key"] in wanted]
-        # seed-major: a method's claims that share a setup (a trained zoo, a model pair) find it cached per seed
-        todo = [(c, s) for s in seeds for c in claims if (c.key, s) not in done_pairs]
-        if done_pairs:
-            log.info("resuming %s: %d runs done, %d to run", run.path, len(done_pairs), len(todo))
-        runner = _run_ray if engine == "ray" else _run_local
         try:
-            for rec in runner(todo, scale, run, debug=debug, progress=progress, address=address):
-                records.append(rec)
-        finally:  # what finished is reported even when the run stops early
-            write_report(run.path, quiet=True)
-        order = {(c.key, s): i for i, (c, s) in enumerate((c, s) for c in claims for s in seeds)}
-        records.sort(key=lambda r: order.get((r["key"], int(r.get("seed", 0))), len(order)))
-    return Outcome(run, records, skipped=len(done_pairs))
+            run = RunDir.create(out, what, config)
+        except BaseException:
+            if started:
+                _shutdown_ray()
+            raise
+
+    try:
+        with run.lock():
+            if on_start is not None:
+                on_start(run.path)
+            done = run.results(repair=True) if resume is not None else []
+            if resume is not None:
+                run.record_resume(engine=engine)
+            wanted = {c.key for c in claims}
+            records = [r for r in done if r["key"] in wanted]
+            units = _units(claims, seeds, done)
+            if done:
+                log.info("resuming %s: %d runs done, %d experiments to run", run.path, len(done), len(units))
+            runner = _run_ray if engine == "ray" else _run_local
+            try:
+                for rec in runner(units, scale, run, debug=debug, progress=progress):
+                    records.append(rec)
+            except KeyboardInterrupt as exc:
+                exc.run_dir = run.path  # type: ignore[attr-defined]  # the CLI names it in its hint
+                raise
+            finally:  # what finished is reported even when the run stops early
+                write_report(run.path, quiet=True)
+            order = {(c.key, s): i for i, (c, s) in enumerate((c, s) for c in claims for s in seeds)}
+            records.sort(key=lambda r: order.get((r["key"], int(r.get("seed", 0))), len(order)))
+    finally:
+        if started:
+            _shutdown_ray()
+    return Outcome(run, records, skipped=len(done))
+
+
+def _shutdown_ray() -> None:
+    import ray
+
+    ray.shutdown()
 
 
 def _announce(rec: dict[str, Any]) -> None:
     from tqdm.auto import tqdm
 
+    detail = rec["error"] or rec.get("not_run")
     tqdm.write(
         f"  {rec['key']} seed {rec['seed']}: {verdict_text(rec)} ({rec['seconds']:.1f} s)"
-        + (f" - {rec['error']}" if rec["error"] else ""),
+        + (f" - {detail}" if detail else ""),
         file=sys.stderr,
     )
 
 
-def _run_local(todo, scale: Scale, run: RunDir, *, debug: bool, progress: bool | None, address=None):
-    """The in-process engine: one (claim, seed) after another, each result appended as it finishes."""
+def _judge_unit(unit: _Unit, scale: Scale, run: RunDir, result: dict[str, Any], fresh: bool):
+    for i, claim in enumerate(unit.claims):
+        rec = judge_claim(claim, scale, unit.seed, result, first=fresh and i == 0)
+        run.append(rec)
+        _announce(rec)
+        yield rec
+
+
+def _run_local(units: Sequence[_Unit], scale: Scale, run: RunDir, *, debug: bool, progress: bool | None):
+    """The in-process engine: one experiment after another, its claims' records appended as it finishes."""
     from tqdm.auto import tqdm
 
     bar = tqdm(
-        todo, disable=None if progress is None else not progress, file=sys.stderr, unit="run", dynamic_ncols=True
+        total=sum(len(u.claims) for u in units),
+        disable=None if progress is None else not progress,
+        file=sys.stderr,
+        unit="claim",
+        dynamic_ncols=True,
     )
     try:
-        for claim, seed in bar:
-            bar.set_description(f"{claim.key} seed {seed}")
-            with artifacts_to(run.path / artifact_subdir(run, seed)), _ticking(bar):
-                rec = run_claim(claim, scale, seed, debug=debug)
-            run.append(rec)
-            _announce(rec)
-            yield rec
+        for unit in units:
+            bar.set_description(f"{unit.experiment.key} seed {unit.seed}")
+            fresh = unit.result is None
+            if fresh:
+                with artifacts_to(run.path / artifact_subdir(run, unit.seed)), _ticking(bar):
+                    unit.result = run_experiment(unit.experiment, scale, unit.seed, debug=debug)
+            for rec in _judge_unit(unit, scale, run, unit.result, fresh):
+                bar.update(1)
+                yield rec
     finally:
         bar.close()
 
@@ -399,103 +644,80 @@ def artifact_subdir(run: RunDir, seed: int) -> str:
     return "" if len(seeds) <= 1 else f"seed{seed}"
 
 
-def _ray_task(claim: Claim, scale_value: str, seed: int, debug: bool, env: dict[str, str]):
-    """One (claim, seed) on a Ray worker: the record and the files the claim saved (name -> bytes)."""
+def _ray_task(experiment: Experiment, scale_value: str, seed: int, debug: bool, env: dict[str, str]):
+    """One experiment on one seed on a Ray worker: its result and the files it saved (name -> bytes)."""
     import tempfile
 
     os.environ.update(env)
     with tempfile.TemporaryDirectory(prefix="icml24-ray-") as tmp:
         with artifacts_to(tmp):
-            rec = run_claim(claim, Scale(scale_value), seed, debug=debug)
+            result = run_experiment(experiment, Scale(scale_value), seed, debug=debug)
         files = {p.relative_to(tmp).as_posix(): p.read_bytes() for p in Path(tmp).rglob("*") if p.is_file()}
-    return rec, files
+    return result, files
 
 
-def _run_ray(todo, scale: Scale, run: RunDir, *, debug: bool, progress: bool | None, address: str | None):
-    """The Ray engine: every (claim, seed) a task; results appended in the order they finish."""
+def _run_ray(units: Sequence[_Unit], scale: Scale, run: RunDir, *, debug: bool, progress: bool | None):
+    """The Ray engine: every experiment x seed a task; its claims judged in the order the tasks finish."""
+    import ray
     from tqdm.auto import tqdm
 
-    require("ray", extra="ray", what="--engine ray")
-    import ray
-
-    started = False
-    if not ray.is_initialized():
-        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
-        try:
-            ray.init(address=address, **kwargs)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise InputError(
-                f"cannot reach the Ray cluster {address or '(local)'}: {exc}",
-                "check --address HOST:PORT, or leave it out to start a local cluster",
-            ) from None
-        started = True
     env = {k: v for k, v in os.environ.items() if k.startswith("ICML24_")}
     task = ray.remote(_ray_task)
-    try:
-        cpus = ray.cluster_resources().get("CPU", 0)
-        too_big = sorted({c.key for c, _ in todo if c.cpus > cpus})
-        if too_big:
-            raise InputError(
-                f"claims {', '.join(too_big)} need more CPUs than the Ray cluster has ({cpus:g})",
-                "join a larger cluster with --address, or use --engine local",
-            )
-        pending = {
-            task.options(num_cpus=claim.cpus, max_retries=0).remote(claim, scale.value, seed, debug, env): (
-                claim,
-                seed,
-            )
-            for claim, seed in todo
-        }
-        bar = tqdm(
-            total=len(pending),
-            disable=None if progress is None else not progress,
-            file=sys.stderr,
-            unit="run",
-            dynamic_ncols=True,
+    cpus = ray.cluster_resources().get("CPU", 0)
+    todo = [u for u in units if u.result is None]
+    too_big = sorted({u.experiment.key for u in todo if u.experiment.cpus > cpus})
+    if too_big:
+        raise InputError(
+            f"experiments {', '.join(too_big)} need more CPUs than the Ray cluster has ({cpus:g})",
+            "join a larger cluster with --address, or use --engine local",
         )
-        try:
-            while pending:
-                ready, _ = ray.wait(list(pending), num_returns=1)
-                claim, seed = pending.pop(ready[0])
-                try:
-                    rec, files = ray.get(ready[0])
-                except ray.exceptions.RayError as exc:  # a crashed worker or a lost node: this run only
-                    if debug:
-                        raise
-                    rec = _error_record(claim, scale, seed, f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
-                    files = {}
-                sub = artifact_subdir(run, seed)
-                for name, data in files.items():
-                    atomic_write_bytes(run.path / sub / name, data)
-                run.append(rec)
-                _announce(rec)
+    bar = tqdm(
+        total=sum(len(u.claims) for u in units),
+        disable=None if progress is None else not progress,
+        file=sys.stderr,
+        unit="claim",
+        dynamic_ncols=True,
+    )
+    pending: dict[Any, _Unit] = {}
+    try:
+        for unit in units:  # resumed experiments: judged at once
+            if unit.result is not None:
+                for rec in _judge_unit(unit, scale, run, unit.result, False):
+                    bar.update(1)
+                    yield rec
+        pending = {
+            task.options(num_cpus=u.experiment.cpus, max_retries=0).remote(
+                u.experiment, scale.value, u.seed, debug, env
+            ): u
+            for u in todo
+        }
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            unit = pending.pop(ready[0])
+            try:
+                result, files = ray.get(ready[0])
+            except ray.exceptions.RayError as exc:  # a crashed worker or a lost node: this experiment only
+                if debug:
+                    raise
+                first = str(exc).splitlines()[0] if str(exc) else ""
+                result = {"experiment": unit.experiment.key, "error": f"{type(exc).__name__}: {first}", "seconds": 0}
+                files = {}
+            sub = artifact_subdir(run, unit.seed)
+            for name, data in files.items():
+                atomic_write_bytes(run.path / sub / name, data)
+            for rec in _judge_unit(unit, scale, run, result, True):
                 bar.update(1)
                 yield rec
-        finally:
-            bar.close()
-            for ref in pending:
-                ray.cancel(ref, force=True)
     finally:
-        if started:
-            ray.shutdown()
-
-
-def _error_record(claim: Claim, scale: Scale, seed: int, error: str) -> dict[str, Any]:
-    """The record of a run that never returned (its worker died)."""
-
-    def fail(scale_, seed_):
-        raise RuntimeError(error)
-
-    rec = run_claim(dataclasses.replace(claim, run=fail), scale, seed)
-    rec["error"] = error
-    return rec
+        bar.close()
+        for ref in pending:
+            ray.cancel(ref, force=True)
 
 
 # ------------------------------------------------------------------------------------------------ tables
 def verdict_text(rec: dict[str, Any]) -> str:
-    """How a verdict reads in tables: yes, NO, ERROR, "does not reproduce (known)", "HOLDS (a finding)", or
-    "holds on this seed (known)" for a seed-dependent finding.
+    """How a verdict reads in tables: yes, NO, ERROR, "not run", "does not reproduce (known)", "HOLDS (a
+    finding)", or "holds on this seed (known)" for a seed-dependent finding.
 
     Parameters
     ----------
@@ -508,6 +730,8 @@ def verdict_text(rec: dict[str, Any]) -> str:
     """
     if rec.get("status") == "error":
         return "ERROR"
+    if rec.get("status") == "not_run":
+        return "not run"
     expected = rec.get("expected", True)
     if rec.get("holds"):
         if expected:
@@ -540,10 +764,11 @@ def aggregate(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         recs = sorted(recs, key=lambda r: int(r.get("seed", 0)))
         first = recs[0]
         error = any(r.get("status") == "error" for r in recs)
-        holds = not error and all(r.get("holds") is True for r in recs)
+        not_run = not error and any(r.get("status") == "not_run" for r in recs)
+        holds = not error and not not_run and all(r.get("holds") is True for r in recs)
         expected = first.get("expected", True)
         seed_dependent = bool(first.get("seed_dependent", False))
-        matches = (not error) and matches_declaration(holds, expected, seed_dependent, len(recs))
+        matches = not_run or ((not error) and matches_declaration(holds, expected, seed_dependent, len(recs)))
         row = {
             "key": key,
             "slug": first["slug"],
@@ -554,7 +779,8 @@ def aggregate(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             "holds": holds,
             "expected": expected,
             "seed_dependent": seed_dependent,
-            "status": "error" if error else ("holds" if holds else "fails"),
+            "status": "error" if error else "not_run" if not_run else ("holds" if holds else "fails"),
+            "not_run": sorted({r["not_run"] for r in recs if r.get("not_run")}),
             "matches": matches,
             "headline": first["headline"],
             "baseline": first["baseline"],
@@ -608,6 +834,7 @@ def _verdict_cell(row: dict[str, Any]) -> str:
             "yes": "yes",
             "NO": "NO",
             "ERROR": "ERR",
+            "not run": "-",
             "does not reproduce (known)": "no",
             "HOLDS (declared a finding)": "YES",
             "holds on this seed (known)": "yes",
@@ -636,7 +863,10 @@ def table_rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
 
 
 def _footnotes(records: Sequence[dict[str, Any]]) -> list[str]:
-    return [f"* {row['key']}: {note}" for row in aggregate(records) for note in row["substitutions"]]
+    rows = aggregate(records)
+    notes = [f"* {row['key']}: ran on a stand-in: {note}" for row in rows for note in row["substitutions"]]
+    notes += [f"- {row['key']}: not run, needs {reason}" for row in rows for reason in row.get("not_run", [])]
+    return notes
 
 
 def text_table(records: Sequence[dict[str, Any]]) -> str:
@@ -688,25 +918,35 @@ def summary_line(records: Sequence[dict[str, Any]]) -> str:
     str
     """
     rows = aggregate(records)
-    n_hold = sum(1 for r in rows if r["holds"] and r["expected"])
-    n_claims = sum(1 for r in rows if r["expected"])
-    n_known = sum(1 for r in rows if not r["expected"] and r["matches"] and not r["holds"])
-    n_seed = sum(1 for r in rows if not r["expected"] and r["matches"] and r["holds"])
+    ran = [r for r in rows if r["status"] != "not_run"]
+    n_hold = sum(1 for r in ran if r["holds"] and r["expected"])
+    n_claims = sum(1 for r in ran if r["expected"])
+    n_known = sum(1 for r in ran if not r["expected"] and r["matches"] and not r["holds"])
+    n_seed = sum(1 for r in ran if not r["expected"] and r["matches"] and r["holds"])
+    n_not_run = len(rows) - len(ran)
+    n_stand_in = sum(1 for r in ran if r["substitutions"])
     text = f"{n_hold}/{n_claims} claims hold"
-    if any(not r["expected"] for r in rows):
+    if any(not r["expected"] for r in ran):
         text += (
             f", {n_known} finding{'s' if n_known != 1 else ''} do{'es' if n_known == 1 else ''} not reproduce (known)"
         )
     if n_seed:
         plural = n_seed != 1
         text += f", {n_seed} seed-dependent finding{'s' if plural else ''} hold{'' if plural else 's'} on this seed"
+    if n_stand_in:
+        text += f", {n_stand_in} on a declared stand-in (*)"
+    if n_not_run:
+        text += f", {n_not_run} not run (a prerequisite is missing)"
     diff = [r["key"] for r in rows if not r["matches"]]
     text += "; every verdict as declared" if not diff else f"; differs from its declaration: {', '.join(diff)}"
     return text
 
 
 def jsonable(obj: Any) -> Any:
-    """Replace non-finite floats by None, for strict JSON consumers.
+    """Strict JSON: non-finite floats as the strings ``"Infinity"``, ``"-Infinity"`` and ``"NaN"``.
+
+    The same encoding as ``results.jsonl`` (:func:`icml24.runs.encode_nonfinite`); read back with
+    :func:`icml24.runs.decode_nonfinite`.
 
     Parameters
     ----------
@@ -717,13 +957,7 @@ def jsonable(obj: Any) -> Any:
     -------
     object
     """
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [jsonable(v) for v in obj]
-    return obj
+    return encode_nonfinite(obj)
 
 
 # ------------------------------------------------------------------------------------------------ report
@@ -744,6 +978,11 @@ def write_report(path: str | os.PathLike, *, quiet: bool = False) -> Path:
     """
     run = RunDir.open(path)
     cfg, env = run.config, run.env()
+    if cfg.get("command") != "verify" or not isinstance(cfg.get("claims"), list):
+        raise RunDirError(
+            f"{run.path} is not a verify run (its config.json was not written by 'icml24 verify')",
+            "give a directory that 'icml24 verify' wrote",
+        )
     seeds = cfg.get("seeds", [cfg.get("seed")])
     order = {(k, s): i for i, (k, s) in enumerate((k, s) for k in cfg.get("claims", []) for s in seeds)}
     records = sorted(run.results(), key=lambda r: order.get((r["key"], r.get("seed", seeds[0])), len(order)))
@@ -830,7 +1069,9 @@ def method_rows(runs_root: str | os.PathLike = "runs") -> list[dict[str, Any]]:
     Returns
     -------
     list of dict
-        ``slug, status, claims, findings, held, ran, arxiv, code, title, authors``.
+        ``slug, status, claims, findings, as_declared, held, findings_as_declared, ran, not_run, paper_scale,
+        paper_scale_lacks, arxiv, code, title, authors`` (the counts of the last verdicts over the claims that
+        ran; ``paper_scale``: whether every claim's paper-scale prerequisites are met here).
     """
     latest = latest_results(runs_root)
     rows = []
@@ -841,16 +1082,22 @@ def method_rows(runs_root: str | os.PathLike = "runs") -> list[dict[str, Any]]:
         arxiv = m.arxiv if m else p.arxiv if p else None
         code = m.code if m else p.code if p else None
         claims = m.claims if m else ()
-        ran = [latest[c.key] for c in claims if c.key in latest]
+        ran = [latest[c.key] for c in claims if c.key in latest and latest[c.key].get("status") != "not_run"]
+        lacking = preflight(claims, Scale.PAPER, light=True) if claims else {}
         rows.append(
             {
                 "slug": slug,
                 "status": "implemented" if m else "planned",
                 "claims": len(claims),
                 "findings": sum(1 for c in claims if not c.expected),
-                # claims whose last verdict is the declared one (a finding that does not reproduce counts)
-                "held": (sum(1 for r in ran if r.get("matches")) if ran else None),
+                # of the claims that ran last: verdicts as declared, then holds and findings apart
+                "as_declared": (sum(1 for r in ran if r.get("matches")) if ran else None),
+                "held": sum(1 for r in ran if r.get("expected", True) and r.get("holds")),
+                "findings_as_declared": sum(1 for r in ran if not r.get("expected", True) and r.get("matches")),
                 "ran": len(ran),
+                "not_run": sum(1 for c in claims if c.key in latest and latest[c.key].get("status") == "not_run"),
+                "paper_scale": not lacking,
+                "paper_scale_lacks": sorted({r for reasons in lacking.values() for r in reasons}),
                 "arxiv": arxiv,
                 "code": code,
                 "title": title,
@@ -864,6 +1111,10 @@ __all__ = [
     "select_claims",
     "verify",
     "run_claim",
+    "run_experiment",
+    "judge_claim",
+    "preflight",
+    "preflight_lines",
     "Outcome",
     "aggregate",
     "parse_seeds",
