@@ -1,4 +1,4 @@
-"""The ``icml24`` command: ``list | verify | report | bench``.
+"""The ``icml24`` command: ``list | verify | report | bench | data``.
 
 Errors reach the user as one line on stderr, ``error: <what> (<hint>)``, with exit status 2; ``--debug``
 shows the traceback instead.
@@ -98,6 +98,10 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("slug")
     b.add_argument("bench_args", nargs=argparse.REMAINDER, help="arguments passed to the benchmark")
     b.set_defaults(func=_cmd_bench)
+
+    from .data import cli as data_cli
+
+    data_cli.register(sub, [common])
 
     # Method verbs register themselves: icml24/<slug>/cli.py defines register(subparsers, parents), read
     # without importing the method (its heavy imports happen inside the command it sets as ``func``).

@@ -17,7 +17,8 @@ def check_claim(
     expect: bool = True,
     metrics: Mapping[str, float] | None = None,
 ) -> Metrics:
-    """Run ``claim`` (or judge given ``metrics`` of its experiment) and assert that it holds and that each contradiction makes ``holds`` return False.
+    """Run ``claim`` (or judge given ``metrics`` of its experiment) and assert that it holds and that each
+    contradiction makes ``holds`` return False.
 
     The claim is measured once at ``scale`` with ``seed``; its verdict must equal ``expect``. Each
     contradiction is then overlaid on the measured metrics and the verdict on the result must be False.

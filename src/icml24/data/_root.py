@@ -71,7 +71,9 @@ def cache_dir(*parts: str) -> Path:
     raise DataUnavailable("no writable cache folder", "set ICML24_CACHE to a writable folder")
 
 
-def require_files(folder: Path, names: Iterable[str], dataset: str, source: str) -> list[Path]:
+def require_files(
+    folder: Path, names: Iterable[str], dataset: str, source: str, fetch_name: str | None = None
+) -> list[Path]:
     """Return the paths of ``names`` in ``folder``; raise :class:`DataUnavailable` naming the missing ones.
 
     Parameters
@@ -84,6 +86,9 @@ def require_files(folder: Path, names: Iterable[str], dataset: str, source: str)
         Human-readable name of the data set, used in the error message.
     source : str
         Where the files can be obtained, used in the error's hint.
+    fetch_name : str, optional
+        The data set's name in :data:`icml24.data.fetch.DATASETS`: the hint then says to run
+        ``icml24 data fetch <fetch_name>`` first.
 
     Returns
     -------
@@ -98,9 +103,10 @@ def require_files(folder: Path, names: Iterable[str], dataset: str, source: str)
     paths = [folder / n for n in names]
     missing = [p.name for p in paths if not p.is_file()]
     if missing:
+        where = f"put the files there ({source}) or point ICML24_DATA at a data root that has them"
         raise DataUnavailable(
             f"{dataset} is not in the data root: missing {', '.join(missing)} in {folder}",
-            f"put the files there ({source}) or point ICML24_DATA at a data root that has them",
+            f"run 'icml24 data fetch {fetch_name}', or {where}" if fetch_name else where,
         )
     return paths
 

@@ -107,6 +107,7 @@ def planetoid(
         [f"ind.{key}.{s}" for s in _SUFFIXES],
         f"Planetoid {proper}",
         "github.com/kimiyoung/planetoid, folder data/",
+        fetch_name=key,
     )
 
     base = cache_dir("planetoid", fingerprint(files))

@@ -231,7 +231,11 @@ def fashion_mnist(
             raise InputError(f"{name} must be a positive integer or None, got {v!r}")
     folder = data_root(root) / "fashion-mnist" / "FashionMNIST" / "raw"
     ftr_x, ftr_y, fte_x, fte_y = require_files(
-        folder, _FASHION_FILES, "Fashion-MNIST", "github.com/zalandoresearch/fashion-mnist, folder data/fashion"
+        folder,
+        _FASHION_FILES,
+        "Fashion-MNIST",
+        "github.com/zalandoresearch/fashion-mnist, folder data/fashion",
+        fetch_name="fashion-mnist",
     )
     xtr, ytr = _read_idx(ftr_x, 3), _read_idx(ftr_y, 1)
     xte, yte = _read_idx(fte_x, 3), _read_idx(fte_y, 1)

@@ -42,7 +42,9 @@ def tiny_shakespeare(*, root: str | os.PathLike | None = None) -> str:
         If the file is not readable UTF-8 text.
     """
     folder = data_root(root) / "tinyshakespeare"
-    (path,) = require_files(folder, ["input.txt"], "tiny Shakespeare", "github.com/karpathy/char-rnn, data/")
+    (path,) = require_files(
+        folder, ["input.txt"], "tiny Shakespeare", "github.com/karpathy/char-rnn, data/", fetch_name="tinyshakespeare"
+    )
     return _read_text(path)
 
 

@@ -317,7 +317,7 @@ def mutag_model(root: str | os.PathLike | None = None) -> tuple[torch.nn.Module,
     if not path.is_file():
         raise DataUnavailable(
             f"MUTAG model is not in the data root: missing model_MUTAG.json in {folder}",
-            f"copy data_experiments/trained_models/model_MUTAG.json from {SOURCE}",
+            f"run 'icml24 data fetch mutag', or copy data_experiments/trained_models/model_MUTAG.json from {SOURCE}",
         )
     return load_model_json(path)
 
@@ -347,7 +347,7 @@ def mutag_instance(index: int, root: str | os.PathLike | None = None) -> GraphIn
     if not path.is_file():
         raise DataUnavailable(
             f"MUTAG instance is not in the data root: missing {path.name} in {folder}",
-            f"copy data_experiments/graph_classification_instances/ from {SOURCE}",
+            f"run 'icml24 data fetch mutag', or copy data_experiments/graph_classification_instances/ from {SOURCE}",
         )
     return read_instance(path)
 
