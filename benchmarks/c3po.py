@@ -27,11 +27,12 @@ def main() -> None:
 
     from icml24.c3po import train_feedback
     from icml24.c3po.c3po import reference_logprobs
-    from icml24.c3po.experiments import lora_config, pretrained_base, world_data
+    from icml24.c3po.experiments import WorldRun, lora_config
     from icml24.claims import Scale
 
-    model, tok, _ = pretrained_base(Scale.SMOKE, 0)
-    data = world_data("ampersand", Scale.SMOKE, 0)
+    run = WorldRun(Scale.SMOKE, 0)
+    model, tok, _ = run.base()
+    data = run.data("ampersand")
     cfg = lora_config(0)
     rows = len(data.rows())
     print(f"threads {torch.get_num_threads()}, {rows} rows, batches of {cfg.batch_size} rows, {args.steps} steps")

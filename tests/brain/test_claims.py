@@ -3,6 +3,7 @@ import sys
 
 from icml24 import registry
 from icml24.brain import paper
+from icml24.claims import Scale
 from icml24.testing import check_claim
 
 
@@ -24,6 +25,22 @@ def test_method_is_registered():
         "distillation-gdcpp-estimated",
         "dpo-special-case",
     ]
+
+
+def test_distillation_claims_share_one_experiment():
+    keys = [c.experiment.key for c in paper.METHOD.claims]
+    assert keys == [
+        "brain/variance",
+        "brain/distillation",
+        "brain/distillation",
+        "brain/distillation",
+        "brain/dpo-special-case",
+    ]
+    assert all(
+        c.experiment is paper.DISTILLATION_RUN
+        for c in (paper.DISTILLATION, paper.DISTILLATION_GDCPP, paper.DISTILLATION_GDCPP_EST)
+    )
+    assert all(e.requirements(Scale.PAPER) == () for e in paper.METHOD.experiments)  # no data: built-in worlds
 
 
 def test_dpo_claim():
@@ -52,13 +69,15 @@ def test_variance_claim():
 
 
 def test_distillation_claims():
-    m = check_claim(
+    m = paper.DISTILLATION_RUN.measure(Scale.SMOKE, 0)
+    check_claim(
         paper.DISTILLATION,
         [
             {"brain_kl_post": 1.0},  # an untrained policy: no closer to the posterior than SFT
             {"brain_kl_post": 0.3, "sft_kl_post": 0.4},  # barely moved from SFT
             {"brain_no_baseline_kl_post": 0.0},  # the baseline does not help
         ],
+        metrics=m,
     )
     assert m["brain_kl_post"] < m["sft_kl_post"]
     # the finding (same metrics, no second run): GDC++ with the exact Z is not beaten by the margin

@@ -1,9 +1,18 @@
 import subprocess
 import sys
 
+import pytest
+
 from icml24 import registry
 from icml24.c3po import paper
+from icml24.claims import Scale
 from icml24.testing import check_claim
+
+
+@pytest.fixture(scope="module")
+def metrics():
+    """The one experiment of the three claims, measured once at smoke scale, seed 0."""
+    return paper.ASSISTANT.measure(Scale.SMOKE, 0)
 
 
 def test_describe_is_light():
@@ -24,7 +33,14 @@ def test_method_is_registered():
     ]
 
 
-def test_adherence_claim():
+def test_claims_share_one_experiment():
+    assert {c.experiment.key for c in paper.METHOD.claims} == {"c3po/assistant"}
+    assert all(c.experiment is paper.ASSISTANT for c in paper.METHOD.claims)
+    assert paper.ASSISTANT.requirements(Scale.SMOKE) == ()  # the world is built in
+    assert "gpu" in paper.ASSISTANT.requirements(Scale.PAPER)
+
+
+def test_adherence_claim(metrics):
     m = check_claim(
         paper.ADHERENCE,
         [
@@ -34,24 +50,32 @@ def test_adherence_claim():
             {"dpo_overgen": 0.0, "scd_overgen": 0.0},  # plain fine-tuning does not overgeneralize: nothing to show
             {"c3po_overgen": 0.3, "in_context_overgen": 0.3},  # no better than prompting
         ],
+        metrics=metrics,
     )
     assert m["base_adherence"] == 0.0  # the base model never writes '&' on its own
 
 
-def test_anchor_claim():
+def test_anchor_claim(metrics):
     check_claim(
         paper.ANCHORS,
         [
             {"no_near_near": 0.0, "c3po_near": 0.0},  # dropping the near-scope term changes nothing
             {"c3po_adherence": 0.0},  # C3PO learned nothing
         ],
+        metrics=metrics,
     )
+    # one C3PO "&" adapter in the whole experiment: the anchors' and the composition's are the comparison's
+    assert metrics["c3po_adherence"] == metrics["ampersand_alone_adherence"]
+    assert metrics["c3po_overgen"] == metrics["ampersand_alone_overgen"]
 
 
-def test_composition_claim_judges_its_metrics():
-    """The composition is measured by ``icml24 verify`` (a seed-dependent finding: it holds on quick seeds 0 and 1);
-    here its judge can fail: an adapter that learned nothing alone, a mix that drops a feedback, a mix that leaks
-    it, and a no-op mix serving only the first adapter all fail it."""
+def test_composition_claim_judges_its_metrics(metrics):
+    """The composition is a seed-dependent finding (it holds on quick seeds 0 and 1); at smoke seed 0 the "&"
+    adapter learns its feedback alone and keeps it mixed. Its judge can fail: an adapter that learned nothing
+    alone, a mix that drops a feedback, a mix that leaks it, and a no-op mix serving only the first adapter."""
+    assert metrics["ampersand_alone_adherence"] >= paper.LEARNED
+    assert metrics["ampersand_mixed_adherence"] >= metrics["ampersand_alone_adherence"] - paper.ADH_MARGIN
+    assert paper.COMPOSITION.matches(paper.COMPOSITION.judge(metrics))
     good = {}
     for k in paper.COMPOSED:
         good.update({f"{k}_alone_adherence": 1.0, f"{k}_mixed_adherence": 0.9, f"{k}_alone_overgen": 0.0})

@@ -4,6 +4,7 @@ import sys
 import pytest
 
 from icml24 import registry
+from icml24.claims import Scale
 from icml24.dera import paper
 from icml24.testing import check_claim
 
@@ -50,8 +51,26 @@ def test_dpo_interpolation_judges_the_geometric_mean_and_reports_the_strict_coun
     assert paper.holds_dpo_interpolation({**m, "lam0.5_kl_interp_to_dpo_retrained": 0.0}) is False
 
 
+def test_claims_share_two_experiments():
+    keys = [c.experiment.key for c in paper.METHOD.claims]
+    assert keys == ["dera/realignment", "dera/dpo", "dera/dpo", "dera/realignment"]
+    assert paper.REALIGNMENT.experiment is paper.LAMBDA_SEARCH.experiment is paper.REALIGNMENT_RUN
+    assert paper.DPO_REALIGNMENT.experiment is paper.DPO_INTERPOLATION.experiment is paper.DPO_RUN
+    assert all(e.requirements(Scale.PAPER) == () for e in paper.METHOD.experiments)  # no data: a built-in language
+
+
+@pytest.fixture(scope="module")
+def realignment_metrics():
+    return paper.REALIGNMENT_RUN.measure(Scale.SMOKE, 0)
+
+
+@pytest.fixture(scope="module")
+def dpo_metrics():
+    return paper.DPO_RUN.measure(Scale.SMOKE, 0)
+
+
 @pytest.mark.slow
-def test_realignment():
+def test_realignment(realignment_metrics):
     check_claim(
         paper.REALIGNMENT,
         [
@@ -60,11 +79,12 @@ def test_realignment():
             {"lam2_dera_frontier_gap": 50.0},
             {"lam0.5_kl_ref_to_retrained": 0.0},
         ],
+        metrics=realignment_metrics,
     )
 
 
 @pytest.mark.slow
-def test_dpo_realignment():
+def test_dpo_realignment(dpo_metrics):
     check_claim(
         paper.DPO_REALIGNMENT,
         [
@@ -72,25 +92,26 @@ def test_dpo_realignment():
             {"lam2_kl_interp_to_dpo_retrained": 0.0},
             {"lam0.5_kl_ref_to_dpo_retrained": 0.0},
         ],
+        metrics=dpo_metrics,
     )
 
 
 @pytest.mark.slow
-def test_dpo_interpolation():
-    # the same cached run as test_dpo_realignment
+def test_dpo_interpolation(dpo_metrics):  # the same run as test_dpo_realignment
     check_claim(
         paper.DPO_INTERPOLATION,
         [
             {"lam0.5_kl_dera_to_dpo_retrained": 1.0},
             {"lam0.5_kl_interp_to_dpo_retrained": 0.0},
         ],
+        metrics=dpo_metrics,
     )
 
 
 @pytest.mark.slow
-def test_lambda_search():
-    # the same cached run as test_realignment
+def test_lambda_search(realignment_metrics):  # the same run as test_realignment
     check_claim(
         paper.LAMBDA_SEARCH,
         [{"max_log2_distance": 1.0, "matches": 1.0}, {"matches": 0.0}],
+        metrics=realignment_metrics,
     )

@@ -2,6 +2,7 @@ import subprocess
 import sys
 
 from icml24 import registry
+from icml24.claims import Scale
 from icml24.jetfire import paper
 from icml24.testing import check_claim
 from tests.conftest import needs_text
@@ -27,9 +28,27 @@ def test_method_is_registered():
     ]
 
 
+def test_experiments_are_shared_and_declare_their_data():
+    keys = [c.experiment.key for c in paper.METHOD.claims]
+    assert keys == [
+        "jetfire/quantization-error",
+        "jetfire/quantization-error",
+        "jetfire/parity",
+        "jetfire/parity",
+        "jetfire/memory",
+    ]
+    assert paper.QUANT_ERROR.experiment is paper.BLOCK_CLOSE.experiment is paper.QUANT_RUN
+    assert paper.PARITY_CLAIM.experiment is paper.PER_TENSOR.experiment is paper.PARITY_RUN
+    for e in (paper.QUANT_RUN, paper.PARITY_RUN):  # no stand-in: without tiny Shakespeare they are not run
+        assert e.requirements(Scale.SMOKE) == ("data:tinyshakespeare",)
+    assert "gpu" in paper.PARITY_RUN.requirements(Scale.PAPER)
+    assert paper.MEMORY.experiment.requirements(Scale.PAPER) == ()  # saved bytes are counted on the CPU
+
+
 @needs_text
 def test_quantization_error_claims():
-    m = check_claim(
+    m = paper.QUANT_RUN.measure(Scale.SMOKE, 0)
+    check_claim(
         paper.QUANT_ERROR,
         [
             {"syn_act_block_over_tensor": 0.8},  # blocks no better than one scale for the tensor
@@ -38,6 +57,7 @@ def test_quantization_error_claims():
             {"syn_grad_block_over_channel": 0.9},  # no better than per-channel on token outliers
             {"cap_act_block_over_tensor": 1.0},  # captured activations: no gain
         ],
+        metrics=m,
     )
     assert m["syn_act_block"] < m["syn_act_token"] < m["syn_act_tensor"]
     # the finding (same metrics): per-block is not within 1.5x of the best single-axis granularity
@@ -47,7 +67,8 @@ def test_quantization_error_claims():
 
 @needs_text
 def test_parity_claims():
-    m = check_claim(
+    m = paper.PARITY_RUN.measure(Scale.SMOKE, 0)
+    check_claim(
         paper.PARITY_CLAIM,
         [
             {"jetfire_rel_gap": 0.05},  # Jetfire 5 % worse than FP32
@@ -55,6 +76,7 @@ def test_parity_claims():
             {"jetfire_val": 4.2, "init_val": 4.2},  # an untrained model
             {"jetfire_init_logits_rel_diff": 0.0},  # a copy of the FP32 model: nothing quantized
         ],
+        metrics=m,
     )
     assert m["fp32_val"] < m["init_val"]
     per_tensor_expected = paper.PER_TENSOR.expected

@@ -5,6 +5,7 @@ import sys
 import pytest
 
 from icml24 import registry
+from icml24.claims import Scale
 from icml24.runs import artifacts_to
 from icml24.testing import check_claim
 from icml24.tiny_lm import paper
@@ -35,6 +36,21 @@ def test_method_is_registered():
         "multiple-rounds",
         "depth",
     ]
+
+
+def test_experiments_are_shared_and_declare_the_corpus():
+    keys = [c.experiment.key for c in paper.METHOD.claims]
+    assert keys == [
+        "tiny_lm/compact-tokenizer",
+        "tiny_lm/inheritance",
+        "tiny_lm/inheritance",
+        "tiny_lm/multiple-rounds",
+        "tiny_lm/depth",
+    ]
+    assert paper.INHERITANCE.experiment is paper.LAYERS.experiment is paper.INHERITANCE_RUN
+    for e in paper.METHOD.experiments:  # no stand-in: without the corpus every claim is not run
+        assert e.requirements(Scale.SMOKE) == ("data:austen", "data:tinyshakespeare")
+        assert "gpu" in e.requirements(Scale.PAPER) and any(n.startswith("never:") for n in e.paper_needs)
 
 
 def test_kendall_tau_and_curves_outside_a_run(tmp_path):
@@ -70,16 +86,18 @@ def test_compact_tokenizer_claim(tmp_path):
 
 
 @needs_text
-def test_inheritance_claims(tmp_path):  # the one test that loads SmolLM2 (both claims read the same cached run)
+def test_inheritance_claims(tmp_path):  # the one test that loads SmolLM2 (both claims judge one run, measured once)
     with artifacts_to(tmp_path):
-        m = check_claim(
-            paper.INHERITANCE,
-            [
-                {"first_last_taylor_val_loss": 1e3},  # inheritance does not help
-                {"random_init_val_loss": 0.0},  # random init is better
-                {"random_init_val_loss": 6.0, "first_last_taylor_val_loss": 6.0},  # a copy of the baseline
-            ],
-        )
+        m = paper.INHERITANCE_RUN.measure(Scale.SMOKE, 0)
+    check_claim(
+        paper.INHERITANCE,
+        [
+            {"first_last_taylor_val_loss": 1e3},  # inheritance does not help
+            {"random_init_val_loss": 0.0},  # random init is better
+            {"random_init_val_loss": 6.0, "first_last_taylor_val_loss": 6.0},  # a copy of the baseline
+        ],
+        metrics=m,
+    )
     assert m["child_params"] > 1e6 and m["random_init_init_loss"] > 0
     assert curves_drawn(tmp_path, "inheritance")
     check_claim(
@@ -88,11 +106,12 @@ def test_inheritance_claims(tmp_path):  # the one test that loads SmolLM2 (both 
             {"middle_taylor_val_loss": 0.0},  # the middle layers are better
             {"middle_taylor_val_loss": 6.0, "first_last_taylor_val_loss": 6.0},  # no difference
         ],
+        metrics=m,
     )
 
 
 @needs_text
-def test_cli_derive_writes_a_loadable_child(tmp_path, capsys):  # after the inheritance test: the parent is cached
+def test_cli_derive_writes_a_loadable_child(tmp_path, capsys):  # after the inheritance test: the weights are read
     from transformers import AutoTokenizer, LlamaForCausalLM
 
     from icml24.cli import main

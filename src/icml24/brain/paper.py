@@ -1,12 +1,17 @@
 """The claims of "BRAIn: Bayesian Reward-conditioned Amortized Inference for natural language generation from
 feedback" (Pandey et al., ICML 2024, arXiv 2402.02479). The experiments are in ``experiments.py``.
+
+Experiments: :data:`DISTILLATION_RUN` (``brain/distillation``: BRAIn and its peers distilling the exact posterior
+at equal sampled responses) is judged by ``distillation``, ``distillation-gdcpp`` and
+``distillation-gdcpp-estimated``; ``variance`` and ``dpo-special-case`` each have a run of their own. None needs
+data: the toy and the enumerable language are built in.
 """
 
 from __future__ import annotations
 
 from typing import Mapping
 
-from ..claims import Claim
+from ..claims import Claim, Experiment
 from ..registry import method
 
 SLUG = "brain"
@@ -14,6 +19,8 @@ FAR_RATIO = 4.0  # Gaussian toy: at the farthest proposal BRAIn's variance is at
 DPO_TOL = 1e-6  # the DPO option equals the DPO loss (and its gradient) to this absolute tolerance
 DISTIL_MARGIN = 0.8  # BRAIn's final KL to the posterior is at most 0.8x that of DPG and of BRAIn without baseline
 TRAINED = 0.5  # ... and at most half the SFT model's (it learned)
+
+DISTILLATION_RUN = Experiment(f"{SLUG}/distillation", "experiments:run_distillation")
 
 
 # ---------------------------------------------------------------------------------------------- variance
@@ -70,7 +77,7 @@ DISTILLATION = Claim(
         "the exact reward-KL frontier, BRAIn vs DPO-sft (n = 2, argmax, SFT samples, same responses): 0.035 vs "
         "0.223, 0.099 vs 0.059, 0.083 vs 0.094."
     ),
-    run="experiments:run_distillation",
+    run=DISTILLATION_RUN,
     holds=_holds_distillation,
     headline="brain_kl_post",
     baseline="dpg_kl_post",
@@ -88,7 +95,7 @@ DISTILLATION_GDCPP = Claim(
         f"In the same runs BRAIn's final KL(posterior || policy) is at most {DISTIL_MARGIN:g}x GDC++'s "
         "(GDC++ given the exact partition function Z)."
     ),
-    run="experiments:run_distillation",
+    run=DISTILLATION_RUN,
     holds=_holds_distillation_gdcpp,
     headline="brain_kl_post",
     baseline="gdcpp_kl_post",
@@ -114,7 +121,7 @@ DISTILLATION_GDCPP_EST = Claim(
         "as run in practice, with log Z(x) estimated by importance sampling from each prompt's own n samples "
         "(the conditional GDC++/CDPG estimate)."
     ),
-    run="experiments:run_distillation",
+    run=DISTILLATION_RUN,
     holds=_holds_distillation_gdcpp_est,
     headline="brain_kl_post",
     baseline="gdcpp_est_kl_post",

@@ -12,12 +12,14 @@ scope), plus ``KL(pi_theta || pi_0)`` on out-of-scope prompts along answers samp
 Feedbacks: ``"ampersand"`` = "use & instead of and in dms to my colleagues" (near scope: DMs to friends and
 family, emails to colleagues; out of scope: recipes, math problems, trivia) and ``"u"`` = "use u instead of you
 in recipes" (near scope: math problems, which also say "you add ..."; out of scope: the other four domains).
+
+The three claims judge one experiment, :func:`run_assistant`: one :class:`WorldRun` pretrains the base, builds
+each feedback's data and trains each adapter once, and keeps them for that run only.
 """
 
 from __future__ import annotations
 
 import copy
-import functools
 import random
 import time
 from dataclasses import dataclass
@@ -26,7 +28,7 @@ import torch
 
 from ..claims import Scale
 from ..data.assistant import AssistantWorld, corpus, instruction
-from ..errors import DataUnavailable, InputError
+from ..errors import InputError, PrerequisiteMissing
 from ..nn.lm import TrainConfig, tiny_llama, train_lm
 from ..runs import save_figure
 from ..threads import single_thread
@@ -180,9 +182,14 @@ def setting(scale: Scale) -> Setting:
     Returns
     -------
     Setting
+
+    Raises
+    ------
+    PrerequisiteMissing
+        At PAPER scale (declared as the experiment's paper needs, so that ``verify`` says so before any work).
     """
     if scale not in SETTINGS:
-        raise DataUnavailable(
+        raise PrerequisiteMissing(
             "the paper scale needs the official feedback data (GPT-4 generated prompts for 100 feedbacks) and "
             "Mistral-7B-Instruct-v0.2, which are not available offline",
             "run at quick scale, or build FeedbackData from your own model with build_feedback_data()",
@@ -222,7 +229,6 @@ def lora_config(seed: int, **changes) -> C3POConfig:
 
 
 # ------------------------------------------------------------------------------------------- the world
-@functools.lru_cache(maxsize=2)
 def _pretrain(seed: int, steps: int, n_corpus: int):
     world = AssistantWorld()
     tok = world.tokenizer()
@@ -260,7 +266,7 @@ def _pretrain(seed: int, steps: int, n_corpus: int):
 
 
 def pretrained_base(scale: Scale, seed: int):
-    """The tiny base model of the assistant world (pretrained once per seed and scale; a fresh copy each call).
+    """The tiny base model of the assistant world, pretrained for ``scale`` and ``seed`` (on each call).
 
     Parameters
     ----------
@@ -272,8 +278,7 @@ def pretrained_base(scale: Scale, seed: int):
     (transformers.LlamaForCausalLM, tokenizer, AssistantWorld)
     """
     s = setting(scale)
-    model, tok, world = _pretrain(check_seed(seed), s.pretrain_steps, s.corpus)
-    return copy.deepcopy(model), tok, world
+    return _pretrain(check_seed(seed), s.pretrain_steps, s.corpus)
 
 
 def responder(model, tokenizer, seed: int, template: str | None = None):
@@ -300,185 +305,213 @@ def responder(model, tokenizer, seed: int, template: str | None = None):
     return respond
 
 
-def world_data(key: str, scale: Scale, seed: int) -> FeedbackData:
-    """Run the data pipeline for a world feedback with the base model's own answers (cached per key, scale, seed).
-
-    Parameters
-    ----------
-    key : {"ampersand", "u"}
-    scale : Scale
-    seed : int
-
-    Returns
-    -------
-    FeedbackData
-    """
-    return _world_data(key, scale, seed)
-
-
-@functools.lru_cache(maxsize=4)
-def _world_data(key: str, scale: Scale, seed: int) -> FeedbackData:
-    s = setting(scale)
-    wf = world_feedback(key)
-    model, tok, world = pretrained_base(scale, seed)
-
-    def categories(fb):
-        return world.categories(wf.domain, "train")
-
-    def in_scope(fb, cat, n, rng):
-        return [world.prompt(wf.domain, rng, "train", topic=cat) for _ in range(n)]
-
-    def near_scope(fb, cat, n, rng):
-        return [world.prompt(rng.choice(wf.near), rng, "train", topic=cat) for _ in range(n)]
-
-    def out_of_scope(n, rng):
-        return [world.prompt(rng.choice(wf.out), rng, "train") for _ in range(n)]
-
-    return build_feedback_data(
-        wf.feedback,
-        categories=categories,
-        in_scope=in_scope,
-        near_scope=near_scope,
-        out_of_scope=out_of_scope,
-        respond=responder(model, tok, seed),
-        prompts_per_category=s.per_category,
-        seed=seed,
-    )
-
-
-@functools.lru_cache(maxsize=4)
-def eval_set(key: str, scale: Scale, seed: int) -> dict:
-    """Held-out evaluation prompts (test names and topics) of each kind with the base model's sampled answers.
-
-    Parameters
-    ----------
-    key : {"ampersand", "u"}
-    scale : Scale
-    seed : int
-
-    Returns
-    -------
-    dict
-        ``{"in" | "near" | "out": (prompts, y0)}``.
-    """
-    s = setting(scale)
-    wf = world_feedback(key)
-    model, tok, world = pretrained_base(scale, seed)
-    rng = random.Random(10_000 + seed)
-    out = {}
-    for kind, doms in (("in", (wf.domain,)), ("near", wf.near), ("out", wf.out)):
-        prompts = [world.prompt(rng.choice(doms), rng, "test") for _ in range(s.n_eval)]
-        out[kind] = (prompts, responder(model, tok, 20_000 + seed)(prompts))
-    return out
-
-
-def evaluate(
-    model,
-    tokenizer,
-    key: str,
-    scale: Scale,
-    seed: int,
-    *,
-    template: str | None = None,
-    kl: bool = True,
-    feedback: Feedback | None = None,
-) -> dict[str, float]:
-    """Adherence, near- and out-of-scope overgeneralization (and out-of-scope KL to the base) of a model.
-
-    Parameters
-    ----------
-    model : transformers.PreTrainedModel
-        A PEFT model (KL against its disabled adapter) or the base model itself (KL 0, not computed).
-    tokenizer : tokenizer
-    key : {"ampersand", "u"}
-    scale : Scale
-    seed : int
-    template : str, optional
-        Prompt template (the in-context baseline shows the feedback through it).
-    kl : bool, default True
-        Compute the out-of-scope KL (needs a PEFT model).
-    feedback : Feedback, optional
-        Shown in context through ``template``.
-
-    Returns
-    -------
-    dict of str to float
-        ``adherence``, ``near``, ``out``, ``overgen`` (mean of near and out) and, with ``kl``, ``kl_out``.
-    """
-    wf = world_feedback(key)
-    ev = eval_set(key, scale, seed)
-    res = {}
-    for kind, name in (("in", "adherence"), ("near", "near"), ("out", "out")):
-        prompts, y0 = ev[kind]
-        shown = [in_context_prompt(feedback, p, template) for p in prompts] if feedback is not None else prompts
-        ys = generate(model, tokenizer, shown, max_new_tokens=MAX_NEW)
-        res[name] = feedback_rates(wf.feedback, ys, y0)
-    res["overgen"] = 0.5 * (res["near"] + res["out"])
-    if kl:
-        prompts = ev["out"][0]
-        samples = generate(model, tokenizer, prompts, max_new_tokens=MAX_NEW, do_sample=True, seed=seed)
-        res["kl_out"] = float(sequence_kl(model, None, tokenizer, prompts, samples).mean())
-    return res
-
-
 TRAINERS = {"c3po": train_c3po, "dpo": train_dpo, "scd": train_scd, "scd_negatives": train_scd_negatives}
 
 
-@functools.lru_cache(maxsize=16)
-def trained(method: str, key: str, scale: Scale, seed: int, lambda_near: float = 0.1, lambda_out: float = 0.2):
-    """Train one method's adapter on a world feedback (cached; do not modify the returned model).
+class WorldRun:
+    """One scale and seed of the assistant world, as one experiment runs it.
+
+    The pretrained base, each feedback's data and held-out evaluation set, and each trained adapter and its scores
+    are computed on first use and kept by this object only: the claims that judge them are claims of one
+    experiment (``c3po/assistant``), and nothing is kept once it returns.
 
     Parameters
     ----------
-    method : {"c3po", "dpo", "scd", "scd_negatives"}
-    key : {"ampersand", "u"}
     scale : Scale
     seed : int
-    lambda_near, lambda_out : float
-        Anchor weights (C3PO and SCD + negatives).
-
-    Returns
-    -------
-    FeedbackResult
     """
-    s = setting(scale)
-    model, tok, _ = pretrained_base(scale, seed)
-    data = world_data(key, scale, seed)
-    lr = DPO_LR if method == "dpo" else LORA_LR
-    cfg = lora_config(seed, lambda_near=lambda_near, lambda_out=lambda_out, batch_size=s.batch, lr=lr)
-    return TRAINERS[method](model, tok, data, config=cfg, steps=s.steps)
 
+    def __init__(self, scale: Scale, seed: int) -> None:
+        self.scale = Scale.parse(scale)
+        self.seed = check_seed(seed)
+        self.setting = setting(self.scale)
+        self._base = None
+        self._data: dict = {}
+        self._eval: dict = {}
+        self._trained: dict = {}
+        self._scores: dict = {}
 
-@functools.lru_cache(maxsize=16)
-def scores(method: str, key: str, scale: Scale, seed: int, lambda_near: float = 0.1, lambda_out: float = 0.2):
-    """Evaluate one trained method (cached).
+    def base(self):
+        """The pretrained base model (pretrained once per run; a fresh copy each call), its tokenizer and world.
 
-    Parameters
-    ----------
-    method : {"c3po", "dpo", "scd", "scd_negatives", "in_context", "base"}
-    key : {"ampersand", "u"}
-    scale : Scale
-    seed : int
-    lambda_near, lambda_out : float
+        Returns
+        -------
+        (transformers.LlamaForCausalLM, tokenizer, AssistantWorld)
+        """
+        if self._base is None:
+            self._base = pretrained_base(self.scale, self.seed)
+        model, tok, world = self._base
+        return copy.deepcopy(model), tok, world
 
-    Returns
-    -------
-    dict of str to float
-    """
-    if method in ("in_context", "base"):
-        model, tok, _ = pretrained_base(scale, seed)
-        fb = world_feedback(key).feedback if method == "in_context" else None
-        return evaluate(model, tok, key, scale, seed, template=WORLD_TEMPLATE if fb else None, kl=False, feedback=fb)
-    res = trained(method, key, scale, seed, lambda_near, lambda_out)
-    _, tok, _ = pretrained_base(scale, seed)
-    return evaluate(res.model, tok, key, scale, seed)
+    def data(self, key: str) -> FeedbackData:
+        """Run the data pipeline for a world feedback with the base model's own answers.
+
+        Parameters
+        ----------
+        key : str
+            A feedback key (:func:`world_feedback`).
+
+        Returns
+        -------
+        FeedbackData
+        """
+        if key not in self._data:
+            self._data[key] = self._build_data(key)
+        return self._data[key]
+
+    def _build_data(self, key: str) -> FeedbackData:
+        s, seed = self.setting, self.seed
+        wf = world_feedback(key)
+        model, tok, world = self.base()
+
+        def categories(fb):
+            return world.categories(wf.domain, "train")
+
+        def in_scope(fb, cat, n, rng):
+            return [world.prompt(wf.domain, rng, "train", topic=cat) for _ in range(n)]
+
+        def near_scope(fb, cat, n, rng):
+            return [world.prompt(rng.choice(wf.near), rng, "train", topic=cat) for _ in range(n)]
+
+        def out_of_scope(n, rng):
+            return [world.prompt(rng.choice(wf.out), rng, "train") for _ in range(n)]
+
+        return build_feedback_data(
+            wf.feedback,
+            categories=categories,
+            in_scope=in_scope,
+            near_scope=near_scope,
+            out_of_scope=out_of_scope,
+            respond=responder(model, tok, seed),
+            prompts_per_category=s.per_category,
+            seed=seed,
+        )
+
+    def eval_set(self, key: str) -> dict:
+        """Held-out evaluation prompts (test names and topics) of each kind with the base model's sampled answers.
+
+        Parameters
+        ----------
+        key : str
+
+        Returns
+        -------
+        dict
+            ``{"in" | "near" | "out": (prompts, y0)}``.
+        """
+        if key not in self._eval:
+            wf = world_feedback(key)
+            model, tok, world = self.base()
+            rng = random.Random(10_000 + self.seed)
+            out = {}
+            for kind, doms in (("in", (wf.domain,)), ("near", wf.near), ("out", wf.out)):
+                prompts = [world.prompt(rng.choice(doms), rng, "test") for _ in range(self.setting.n_eval)]
+                out[kind] = (prompts, responder(model, tok, 20_000 + self.seed)(prompts))
+            self._eval[key] = out
+        return self._eval[key]
+
+    def evaluate(
+        self,
+        model,
+        tokenizer,
+        key: str,
+        *,
+        template: str | None = None,
+        kl: bool = True,
+        feedback: Feedback | None = None,
+    ) -> dict[str, float]:
+        """Adherence, near- and out-of-scope overgeneralization (and out-of-scope KL to the base) of a model.
+
+        Parameters
+        ----------
+        model : transformers.PreTrainedModel
+            A PEFT model (KL against its disabled adapter) or the base model itself (KL 0, not computed).
+        tokenizer : tokenizer
+        key : str
+            A feedback key.
+        template : str, optional
+            Prompt template (the in-context baseline shows the feedback through it).
+        kl : bool, default True
+            Compute the out-of-scope KL (needs a PEFT model).
+        feedback : Feedback, optional
+            Shown in context through ``template``.
+
+        Returns
+        -------
+        dict of str to float
+            ``adherence``, ``near``, ``out``, ``overgen`` (mean of near and out) and, with ``kl``, ``kl_out``.
+        """
+        wf = world_feedback(key)
+        ev = self.eval_set(key)
+        res = {}
+        for kind, name in (("in", "adherence"), ("near", "near"), ("out", "out")):
+            prompts, y0 = ev[kind]
+            shown = [in_context_prompt(feedback, p, template) for p in prompts] if feedback is not None else prompts
+            ys = generate(model, tokenizer, shown, max_new_tokens=MAX_NEW)
+            res[name] = feedback_rates(wf.feedback, ys, y0)
+        res["overgen"] = 0.5 * (res["near"] + res["out"])
+        if kl:
+            prompts = ev["out"][0]
+            samples = generate(model, tokenizer, prompts, max_new_tokens=MAX_NEW, do_sample=True, seed=self.seed)
+            res["kl_out"] = float(sequence_kl(model, None, tokenizer, prompts, samples).mean())
+        return res
+
+    def trained(self, method: str, key: str, lambda_near: float = 0.1, lambda_out: float = 0.2):
+        """One method's adapter trained on a world feedback (trained once per run; do not modify it).
+
+        Parameters
+        ----------
+        method : {"c3po", "dpo", "scd", "scd_negatives"}
+        key : str
+        lambda_near, lambda_out : float
+            Anchor weights (C3PO and SCD + negatives).
+
+        Returns
+        -------
+        FeedbackResult
+        """
+        k = (method, key, lambda_near, lambda_out)
+        if k not in self._trained:
+            s = self.setting
+            model, tok, _ = self.base()
+            data = self.data(key)
+            lr = DPO_LR if method == "dpo" else LORA_LR
+            cfg = lora_config(self.seed, lambda_near=lambda_near, lambda_out=lambda_out, batch_size=s.batch, lr=lr)
+            self._trained[k] = TRAINERS[method](model, tok, data, config=cfg, steps=s.steps)
+        return self._trained[k]
+
+    def scores(self, method: str, key: str, lambda_near: float = 0.1, lambda_out: float = 0.2) -> dict[str, float]:
+        """One method evaluated on a world feedback (once per run).
+
+        Parameters
+        ----------
+        method : {"c3po", "dpo", "scd", "scd_negatives", "in_context", "base"}
+        key : str
+        lambda_near, lambda_out : float
+
+        Returns
+        -------
+        dict of str to float
+        """
+        k = (method, key, lambda_near, lambda_out)
+        if k not in self._scores:
+            if method in ("in_context", "base"):
+                model, tok, _ = self.base()
+                fb = world_feedback(key).feedback if method == "in_context" else None
+                tpl = WORLD_TEMPLATE if fb else None
+                self._scores[k] = self.evaluate(model, tok, key, template=tpl, kl=False, feedback=fb)
+            else:
+                res = self.trained(method, key, lambda_near, lambda_out)
+                _, tok, _ = self.base()
+                self._scores[k] = self.evaluate(res.model, tok, key)
+        return dict(self._scores[k])
 
 
 # ---------------------------------------------------------------------------------------------- claims
 PARETO_METHODS = ("in_context", "scd", "scd_negatives", "dpo", "c3po")
 
 
-def compare(key: str, scale: Scale, seed: int) -> dict[str, float]:
+def compare(key: str, scale: Scale, seed: int, *, run: WorldRun | None = None) -> dict[str, float]:
     """C3PO against in-context, SCD, SCD + negatives and DPO on one world feedback; writes the Pareto plot.
 
     Parameters
@@ -487,25 +520,30 @@ def compare(key: str, scale: Scale, seed: int) -> dict[str, float]:
         A feedback key (:func:`world_feedback`).
     scale : Scale
     seed : int
+    run : WorldRun, optional
+        The run whose base, data and adapters to use (a new one by default).
 
     Returns
     -------
     dict of str to float
-        ``<method>_<metric>`` for the base model and every method.
+        ``<method>_<metric>`` for the base model and every method; ``seconds``.
     """
+    run = WorldRun(scale, seed) if run is None else run
     with single_thread():
         t0 = time.perf_counter()
         m = {}
         for method in ("base",) + PARETO_METHODS:
-            for k, v in scores(method, key, scale, seed).items():
+            for k, v in run.scores(method, key).items():
                 m[f"{method}_{k}"] = v
         m["seconds"] = time.perf_counter() - t0
-    pareto_plot(m, world_feedback(key).feedback.content, f"c3po-pareto-seed{seed}")
+    pareto_plot(m, world_feedback(key).feedback.content, f"c3po-pareto-seed{run.seed}")
     return m
 
 
-def run_adherence(scale: Scale, seed: int) -> dict[str, float]:
-    """C3PO against in-context, SCD, SCD + negatives and DPO on the "&" feedback; writes the Pareto plot.
+def run_assistant(scale: Scale, seed: int) -> dict[str, float]:
+    """The experiment ``c3po/assistant`` of the three claims, on one base model of the assistant world: the "&"
+    comparison (:func:`run_adherence`), the anchor ablations (:func:`run_anchors`) and the composition of the "&"
+    and "u" adapters (:func:`run_composition`), which share the base, the "&" data and C3PO's "&" adapter.
 
     Parameters
     ----------
@@ -515,8 +553,33 @@ def run_adherence(scale: Scale, seed: int) -> dict[str, float]:
     Returns
     -------
     dict of str to float
+        The union of their metrics; their times as ``adherence_seconds`` and ``composition_seconds``.
     """
-    return compare("ampersand", scale, seed)
+    run = WorldRun(scale, seed)
+    m = run_adherence(scale, seed, run=run)
+    m["adherence_seconds"] = m.pop("seconds")
+    m.update(run_anchors(scale, seed, run=run))
+    comp = run_composition(scale, seed, run=run)
+    comp["composition_seconds"] = comp.pop("seconds")
+    m.update(comp)
+    return m
+
+
+def run_adherence(scale: Scale, seed: int, *, run: WorldRun | None = None) -> dict[str, float]:
+    """C3PO against in-context, SCD, SCD + negatives and DPO on the "&" feedback; writes the Pareto plot.
+
+    Parameters
+    ----------
+    scale : Scale
+    seed : int
+    run : WorldRun, optional
+        The run to share (a new one by default).
+
+    Returns
+    -------
+    dict of str to float
+    """
+    return compare("ampersand", scale, seed, run=run)
 
 
 def pareto_plot(m: dict, title: str, name: str):
@@ -553,27 +616,30 @@ def pareto_plot(m: dict, title: str, name: str):
     return fig
 
 
-def run_anchors(scale: Scale, seed: int) -> dict[str, float]:
+def run_anchors(scale: Scale, seed: int, *, run: WorldRun | None = None) -> dict[str, float]:
     """C3PO against itself without the near-scope term and without the out-of-scope term.
 
     Parameters
     ----------
     scale : Scale
     seed : int
+    run : WorldRun, optional
+        The run to share (a new one by default).
 
     Returns
     -------
     dict of str to float
     """
+    run = WorldRun(scale, seed) if run is None else run
     with single_thread():
         m = {}
         for name, ln, lo in (("c3po", 0.1, 0.2), ("no_near", 0.0, 0.2), ("no_out", 0.1, 0.0)):
-            for k, v in scores("c3po", "ampersand", scale, seed, ln, lo).items():
+            for k, v in run.scores("c3po", "ampersand", ln, lo).items():
                 m[f"{name}_{k}"] = v
     return m
 
 
-def run_composition(scale: Scale, seed: int) -> dict[str, float]:
+def run_composition(scale: Scale, seed: int, *, run: WorldRun | None = None) -> dict[str, float]:
     """Two C3PO adapters ("&" in colleague DMs, "u" in recipes) alone and served together: their LoRA updates
     summed (the paper's mixing, the default of :func:`compose_adapters`) and composed in logit space.
 
@@ -591,6 +657,8 @@ def run_composition(scale: Scale, seed: int) -> dict[str, float]:
     ----------
     scale : Scale
     seed : int
+    run : WorldRun, optional
+        The run to share (a new one by default).
 
     Returns
     -------
@@ -600,17 +668,18 @@ def run_composition(scale: Scale, seed: int) -> dict[str, float]:
     """
     from .c3po import compose_adapters
 
+    run = WorldRun(scale, seed) if run is None else run
     with single_thread():
         t0 = time.perf_counter()
         m = {}
-        base, tok, _ = pretrained_base(scale, seed)
-        adapters = [trained("c3po", key, scale, seed).model for key in ("ampersand", "u")]
+        base, tok, _ = run.base()
+        adapters = [run.trained("c3po", key).model for key in ("ampersand", "u")]
         served = {mode: compose_adapters(base, adapters, mode=mode) for mode in ("logits", "weights")}
         for key in ("ampersand", "u"):
-            for k, v in scores("c3po", key, scale, seed).items():
+            for k, v in run.scores("c3po", key).items():
                 m[f"{key}_alone_{k}"] = v
             for mode, name in (("weights", "mixed"), ("logits", "logits")):
-                for k, v in evaluate(served[mode], tok, key, scale, seed, kl=False).items():
+                for k, v in run.evaluate(served[mode], tok, key, kl=False).items():
                     m[f"{key}_{name}_{k}"] = v
         m["seconds"] = time.perf_counter() - t0
     return m
@@ -737,11 +806,8 @@ __all__ = [
     "lora_config",
     "pretrained_base",
     "responder",
-    "world_data",
-    "eval_set",
-    "evaluate",
-    "trained",
-    "scores",
+    "WorldRun",
+    "run_assistant",
     "run_adherence",
     "run_anchors",
     "run_composition",

@@ -1,12 +1,17 @@
 """The claims of "RLVF: Learning from Verbal Feedback without Overgeneralization" (C3PO; Stephan et al., ICML 2024,
 arXiv 2402.10893). The experiments are in ``experiments.py``.
+
+Experiment: the three claims judge one run, :data:`ASSISTANT` (``c3po/assistant``): on one base model pretrained
+on the assistant world, the "&" feedback learned by C3PO and its peers, C3PO's anchor ablations, and C3PO's "&"
+and "u" adapters alone and served together (the "&" adapter is C3PO's in all three). It needs no data (the world
+is built in); the paper's scale needs its GPT-4 feedback data and Mistral-7B, which are not to be had offline.
 """
 
 from __future__ import annotations
 
 from typing import Mapping
 
-from ..claims import Claim
+from ..claims import Claim, Experiment
 from ..registry import method
 
 SLUG = "c3po"
@@ -18,6 +23,16 @@ LEAKS = 0.2  # plain fine-tuning does overgeneralize: DPO's or SCD's overgeneral
 NEAR_RISE = 0.1  # without the near-scope term, near-scope leakage rises by at least this
 MIX_LEAK = 0.1  # served together, each feedback's overgeneralization rises by at most this over its adapter alone
 COMPOSED = ("ampersand", "u")  # the two feedbacks served together
+
+ASSISTANT = Experiment(
+    f"{SLUG}/assistant",
+    "experiments:run_assistant",
+    paper_needs=(
+        "gpu",
+        "never:the paper's feedback data (GPT-4-generated prompts for 100 feedbacks) and Mistral-7B-Instruct-v0.2 "
+        "are not available offline",
+    ),
+)
 
 
 def _holds_adherence(m: Mapping[str, float]) -> bool:
@@ -45,7 +60,7 @@ ADHERENCE = Claim(
         "in-context prompting's. SCD + negatives is reported; the (overgeneralization, adherence) points of every "
         "method are drawn as a Pareto plot."
     ),
-    run="experiments:run_adherence",
+    run=ASSISTANT,
     holds=_holds_adherence,
     headline="c3po_overgen",
     baseline="dpo_overgen",
@@ -70,7 +85,7 @@ ANCHORS = Claim(
         "out-of-scope KL(pi_theta || pi_0) rises from 0.74 / 0.74 / 0.64 nats to 6.52 / 2.67 / 0.76 at smoke "
         "scale and from 0.38 / 0.44 / 0.43 to 6.76 / 3.65 / 0.67 at quick scale (seeds 0 / 1 / 2)."
     ),
-    run="experiments:run_anchors",
+    run=ASSISTANT,
     holds=_holds_anchors,
     headline="c3po_near",
     baseline="no_near_near",
@@ -96,7 +111,7 @@ COMPOSITION = Claim(
         f"its feedback (adherence >= {LEARNED:g}), and raise neither feedback's overgeneralization by more than "
         f"{MIX_LEAK:g}. Composition in logit space (the base's logits plus each adapter's logit shift) is reported."
     ),
-    run="experiments:run_composition",
+    run=ASSISTANT,
     holds=_holds_composition,
     headline="u_mixed_adherence",
     baseline="u_alone_adherence",

@@ -4,13 +4,14 @@ A tiny GPT-2 is trained (SFT) on a synthetic language; a copy is aligned to a pr
 strength ``beta`` by exact policy gradient; for each ``lambda`` a fresh copy is *retrained* at ``beta /
 lambda`` (the ground truth), and DeRa(``lambda``), weight interpolation and the exact sequence-level
 geometric mixture are compared with it by exact KL divergences, expected rewards and the exact
-reward-KL frontier of the optimal policies. The claims in :mod:`icml24.dera.paper` judge the metrics of
-:func:`run_realignment`.
+reward-KL frontier of the optimal policies. The claims in :mod:`icml24.dera.paper` judge the metrics of two
+experiments: :func:`run_realignment` (the aligned model trained by exact policy gradient) and
+:func:`run_dpo_realignment` (trained by DPO). Each trains its own SFT reference (:func:`build_world`), so that
+neither finds the other's work.
 """
 
 from __future__ import annotations
 
-import functools
 import time
 from dataclasses import dataclass
 
@@ -94,23 +95,6 @@ def build_world(seed: int, sft_steps: int) -> World:
     ref = sft_on_language(lang, sft_steps, seed=seed)
     sft = time.perf_counter() - t0
     return World(lang, ref, response_logprobs(ref, lang).double(), SymbolReward().table(lang), sft)
-
-
-@functools.lru_cache(maxsize=2)
-def shared_world(seed: int, sft_steps: int) -> World:
-    """:func:`build_world`, cached: the experiments of one (seed, scale) share one SFT reference (they never
-    modify it: every aligned model is a copy).
-
-    Parameters
-    ----------
-    seed : int
-    sft_steps : int
-
-    Returns
-    -------
-    World
-    """
-    return build_world(seed, sft_steps)
 
 
 def frontier(ref_lp: torch.Tensor, reward: torch.Tensor, betas=None) -> tuple[np.ndarray, np.ndarray]:
@@ -201,10 +185,9 @@ def regularised_reward(lp: torch.Tensor, ref_lp: torch.Tensor, reward: torch.Ten
     return float(((lp.exp() * reward).sum(-1) - beta * kl_divergence(lp, ref_lp)).mean())
 
 
-@functools.lru_cache(maxsize=4)
 def realignment_experiment(scale: Scale, seed: int) -> dict[str, float]:
-    """Run the whole controlled experiment once per (scale, seed), cached (the retraining times and DeRa's
-    sweep time are measured here, in the same run).
+    """Run the whole controlled experiment (the retraining times and DeRa's sweep time are measured here, in the
+    same run).
 
     Parameters
     ----------
@@ -225,7 +208,7 @@ def realignment_experiment(scale: Scale, seed: int) -> dict[str, float]:
     lambdas = lambdas_for(scale)
     out: dict[str, float] = {}
     with single_thread():
-        w = shared_world(seed, sft_steps)
+        w = build_world(seed, sft_steps)
         lang, ref, ref_lp, R = w.lang, w.ref, w.ref_lp, w.reward
         t0 = time.perf_counter()
         aligned, res = retrain(ref, lang, ref_lp, R, BETA, steps=steps, prompts_per_step=pps, seed=seed)
@@ -297,7 +280,6 @@ def realignment_experiment(scale: Scale, seed: int) -> dict[str, float]:
     return out
 
 
-@functools.lru_cache(maxsize=4)
 def dpo_experiment(scale: Scale, seed: int) -> dict[str, float]:
     """The paper's setting: the aligned model trained by DPO on preference pairs sampled from the reference
     and labelled by a Bradley-Terry annotator of the reward; for each lambda, DeRa from that model and weight
@@ -314,7 +296,7 @@ def dpo_experiment(scale: Scale, seed: int) -> dict[str, float]:
     dict of str to float
         Per lambda (``lam<l>_``): exact KL of DeRa, weight interpolation, the reference and the DPO model at
         ``beta`` to the DPO model retrained at ``beta / lambda``; expected rewards of DeRa and of the retrained
-        model. Cached per (scale, seed): the two DPO claims share one run.
+        model.
     """
     sft_steps = scale.pick(150, 300, 600)
     steps = scale.pick(80, 150, 400)
@@ -322,7 +304,7 @@ def dpo_experiment(scale: Scale, seed: int) -> dict[str, float]:
     lambdas = lambdas_for(scale)
     out: dict[str, float] = {}
     with single_thread():
-        w = shared_world(seed, sft_steps)
+        w = build_world(seed, sft_steps)
         lang, ref, ref_lp, R = w.lang, w.ref, w.ref_lp, w.reward
         pairs = preference_pairs(ref_lp, R, pairs_per_prompt, seed=seed)
         aligned, _ = retrain_dpo(ref, lang, ref_lp, pairs, BETA, steps=steps, prompts_per_step=4, seed=seed)
@@ -343,7 +325,8 @@ def dpo_experiment(scale: Scale, seed: int) -> dict[str, float]:
 
 
 def run_dpo_realignment(scale: Scale, seed: int) -> dict[str, float]:
-    """The DPO claims' run: :func:`dpo_experiment` plus summaries over lambda.
+    """The experiment ``dera/dpo`` of the claims ``dpo-realignment`` and ``dpo-interpolation``:
+    :func:`dpo_experiment` plus summaries over lambda.
 
     Parameters
     ----------
@@ -360,7 +343,7 @@ def run_dpo_realignment(scale: Scale, seed: int) -> dict[str, float]:
         ``lt1_geomean_kl_interp_to_dpo_retrained``, and ``lt1_dera_wins`` of ``lt1_lambdas`` (at how many of
         them DeRa is strictly closer than interpolation).
     """
-    out = dict(dpo_experiment(scale, seed))
+    out = dpo_experiment(scale, check_seed(seed))
     lams = measured_lambdas(out, "_kl_dera_to_dpo_retrained")
     dera = [out[f"lam{l:g}_kl_dera_to_dpo_retrained"] for l in lams]
     interp = [out[f"lam{l:g}_kl_interp_to_dpo_retrained"] for l in lams]
@@ -409,24 +392,23 @@ def plot_frontier(fk: np.ndarray, fr: np.ndarray, m: dict[str, float]) -> None:
     save_figure(fig, "dera-frontier")
 
 
-def run_lambda_search(scale: Scale, seed: int) -> dict[str, float]:
-    """The lambda-selection claim's run, from :func:`realignment_experiment` (no extra training): for each
-    target strength ``beta_t`` in :data:`~icml24.dera.paper.TARGET_BETAS`, the lambda that
+def lambda_search_summary(m: dict[str, float]) -> dict[str, float]:
+    """The lambda-selection metrics of a :func:`realignment_experiment` (no extra training): for each target
+    strength ``beta_t`` in :data:`~icml24.dera.paper.TARGET_BETAS`, the lambda that
     :func:`~icml24.dera.lambda_search` picks with DeRa on validation prompts (objective ``E[r] - beta_t KL``)
     and the lambda whose retrained model scores best on the held-out prompts.
 
     Parameters
     ----------
-    scale : Scale
-    seed : int
+    m : dict of str to float
+        The metrics of :func:`realignment_experiment`.
 
     Returns
     -------
     dict of str to float
         Per target (``target<beta_t>_``): both lambdas and their distance in octaves (``log2_distance``);
-        ``max_log2_distance`` over targets and ``matches`` (how many targets agree).
+        ``max_log2_distance`` over targets, ``matches`` (how many targets agree) and ``targets``.
     """
-    m = realignment_experiment(scale, seed)
     out = {k: v for k, v in m.items() if k.startswith("target")}
     dist = [m[f"target{bt:g}_log2_distance"] for bt in TARGET_BETAS]
     out["max_log2_distance"] = max(dist)
@@ -436,7 +418,8 @@ def run_lambda_search(scale: Scale, seed: int) -> dict[str, float]:
 
 
 def run_realignment(scale: Scale, seed: int) -> dict[str, float]:
-    """The realignment claim's run: :func:`realignment_experiment` plus the means over lambda.
+    """The experiment ``dera/realignment`` of the claims ``realignment`` and ``lambda-search``:
+    :func:`realignment_experiment` plus the means over lambda and the lambda search (:func:`lambda_search_summary`).
 
     Parameters
     ----------
@@ -449,9 +432,10 @@ def run_realignment(scale: Scale, seed: int) -> dict[str, float]:
         The experiment's metrics, ``worst_ratio_dera_over_interp`` (the largest ratio of DeRa's KL to the
         retrained model over weight interpolation's), ``mean_kl_dera_to_retrained`` and
         ``mean_kl_interp_to_retrained``, and ``retrain_over_dera``: the retraining time over DeRa's sweep
-        (exact evaluation plus 64 samples per lambda), reported, not judged.
+        (exact evaluation plus 64 samples per lambda), reported, not judged; the metrics of
+        :func:`lambda_search_summary`.
     """
-    m = dict(realignment_experiment(scale, seed))
+    m = realignment_experiment(scale, check_seed(seed))
     lams = measured_lambdas(m, "_kl_dera_to_retrained")
     m["worst_ratio_dera_over_interp"] = max(
         m[f"lam{l:g}_kl_dera_to_retrained"] / m[f"lam{l:g}_kl_interp_to_retrained"] for l in lams
@@ -459,6 +443,7 @@ def run_realignment(scale: Scale, seed: int) -> dict[str, float]:
     m["mean_kl_dera_to_retrained"] = sum(m[f"lam{l:g}_kl_dera_to_retrained"] for l in lams) / len(lams)
     m["mean_kl_interp_to_retrained"] = sum(m[f"lam{l:g}_kl_interp_to_retrained"] for l in lams) / len(lams)
     m["retrain_over_dera"] = m["retrain_seconds_total"] / (m["dera_sweep_seconds"] + m["dera_sample_seconds"])
+    m.update(lambda_search_summary(m))
     return m
 
 
@@ -475,8 +460,7 @@ __all__ = [
     "plot_frontier",
     "run_realignment",
     "run_dpo_realignment",
-    "run_lambda_search",
+    "lambda_search_summary",
     "split_prompts",
     "regularised_reward",
-    "shared_world",
 ]

@@ -4,11 +4,16 @@ Measured on the enumerable language of :mod:`icml24.dera.experiments`, where seq
 divergences and expected rewards are exact (no sampling error). That lambda 0 and 1 reproduce the two models is
 a test (it holds by construction), and the cost of a sweep against retraining is a reported metric
 (``retrain_over_dera``), not a claim: no implementation could fail them.
+
+Experiments: :data:`REALIGNMENT_RUN` (``dera/realignment``: one model aligned by exact policy gradient, retrained
+at beta / lambda for every lambda) is judged by ``realignment`` and ``lambda-search``; :data:`DPO_RUN`
+(``dera/dpo``: the same with DPO on preference pairs) by ``dpo-realignment`` and ``dpo-interpolation``. Each
+trains its own SFT reference. None needs data: the language is built in.
 """
 
 from __future__ import annotations
 
-from ..claims import Claim
+from ..claims import Claim, Experiment
 from ..registry import method
 
 SLUG = "dera"
@@ -16,6 +21,9 @@ LAMBDAS = (0.25, 0.5, 2.0, 4.0)  # the realignment strengths compared with retra
 SMOKE_LAMBDAS = (0.5, 2.0)  # smoke scale (the tests): one weakening, one strengthening lambda
 BETA = 1.0  # the KL strength of the one aligned model
 TARGET_BETAS = (0.5, 2.0)  # lambda search: the KL strengths a user targets (best lambda 2 and 0.5 in theory)
+
+REALIGNMENT_RUN = Experiment(f"{SLUG}/realignment", "experiments:run_realignment")
+DPO_RUN = Experiment(f"{SLUG}/dpo", "experiments:run_dpo_realignment")
 
 
 def measured_lambdas(m: dict[str, float], suffix: str) -> list[float]:
@@ -134,7 +142,7 @@ def holds_lambda_search(m: dict[str, float]) -> bool:
     Parameters
     ----------
     m : dict of str to float
-        The metrics of :func:`icml24.dera.experiments.run_lambda_search`.
+        The metrics of :func:`icml24.dera.experiments.run_realignment` (its lambda search).
 
     Returns
     -------
@@ -150,7 +158,7 @@ REALIGNMENT = Claim(
         "model retrained at beta/lambda than weight interpolation is (exact KL; reward gaps reported), closer "
         "than the reference itself, and its (KL-to-reference, reward) point lies nearer the optimal frontier."
     ),
-    run="experiments:run_realignment",
+    run=REALIGNMENT_RUN,
     holds=holds_realignment,
     headline="mean_kl_dera_to_retrained",
     baseline="mean_kl_interp_to_retrained",
@@ -165,7 +173,7 @@ DPO_REALIGNMENT = Claim(
         "retrained at beta/lambda on the same pairs better than weight extrapolation does, and at lambda in "
         "{0.25, 0.5, 2, 4} better than the reference (exact KL on the enumerable language)."
     ),
-    run="experiments:run_dpo_realignment",
+    run=DPO_RUN,
     holds=holds_dpo_realignment,
     headline="mean_kl_dera_to_dpo_retrained",
     baseline="mean_kl_interp_to_dpo_retrained",
@@ -179,7 +187,7 @@ DPO_INTERPOLATION = Claim(
         "beta/lambda better than weight interpolation does, on the geometric mean over lambda of the ratio of "
         "exact KLs; per lambda it fails at quick scale, seed 0, lambda 0.5 (DeRa 0.051, interpolation 0.034)."
     ),
-    run="experiments:run_dpo_realignment",
+    run=DPO_RUN,
     holds=holds_dpo_interpolation,
     headline="lt1_geomean_kl_dera_to_dpo_retrained",
     baseline="lt1_geomean_kl_interp_to_dpo_retrained",
@@ -193,7 +201,7 @@ LAMBDA_SEARCH = Claim(
         "lambda_search picks with DeRa on validation prompts (objective E[r] - beta_t KL) is the lambda whose "
         "model retrained at beta/lambda is best on held-out prompts (grid {0.25, 0.5, 2, 4}; distance reported)."
     ),
-    run="experiments:run_lambda_search",
+    run=REALIGNMENT_RUN,
     holds=holds_lambda_search,
     headline="target0.5_lambda_dera_validation",
     baseline="target0.5_lambda_retrained_heldout",

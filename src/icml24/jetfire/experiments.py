@@ -7,20 +7,22 @@
   and with per-tensor INT8 from the same initialisation, on the same batches; final validation loss.
 - Memory (Sec. 7, Table 6): bytes saved for the backward pass of one GPT-2 block, per token, by hooks.
 
-PAPER scale: GPT-2 pre-training on OpenWebText on GPUs is out of reach here; those runs raise.
+PAPER scale: GPT-2 pre-training on OpenWebText on GPUs is out of reach here; the parity experiment declares
+it (``paper_needs`` in ``paper.py``) and raises :class:`~icml24.errors.PrerequisiteMissing` if run anyway.
+
+Each experiment reads tiny Shakespeare itself (the memory experiment needs no data); nothing is kept between them.
 """
 
 from __future__ import annotations
 
 import copy
-import functools
 
 import numpy as np
 import torch
 
 from ..claims import Scale
 from ..data.text import split_text, tiny_shakespeare
-from ..errors import DataUnavailable
+from ..errors import PrerequisiteMissing
 from ..nn.lm import TrainConfig, batch_to, corpus_batches, model_device, tiny_gpt2, train_lm
 from ..runs import save_figure
 from ..threads import single_thread
@@ -33,7 +35,6 @@ OUTLIER_SCALE = 50.0  # a few outlier channels (activations) / tokens (gradients
 
 
 # ------------------------------------------------------------------------------------------------ data
-@functools.lru_cache(maxsize=1)
 def shakespeare_ids() -> tuple[torch.Tensor, torch.Tensor, str]:
     """Tiny Shakespeare as character ids: the first 90 % for training, the rest for validation (nanoGPT).
 
@@ -41,6 +42,11 @@ def shakespeare_ids() -> tuple[torch.Tensor, torch.Tensor, str]:
     -------
     (torch.Tensor, torch.Tensor, str)
         Train ids, validation ids (int64) and the sorted alphabet (id ``i`` is ``alphabet[i]``).
+
+    Raises
+    ------
+    DataUnavailable
+        When tiny Shakespeare is not under the data root.
     """
     text = tiny_shakespeare()
     alphabet = "".join(sorted(set(text)))
@@ -125,24 +131,11 @@ def run_quant_error(scale: Scale | str, seed: int) -> dict[str, float]:
     Returns
     -------
     dict of str to float
-        ``{syn,cap}_{act,grad}_{block,tensor,token,channel}`` and the ratios judged by the claim.
+        ``{syn,cap}_{act,grad}_{block,tensor,token,channel}`` and the ratios judged by the claims
+        ``quantization-error`` and ``block-close-to-best`` (the experiment ``jetfire/quantization-error``).
     """
-    return dict(quant_error_run(Scale.parse(scale), check_seed(seed)))
-
-
-@functools.lru_cache(maxsize=2)
-def quant_error_run(scale: Scale, seed: int) -> dict[str, float]:
-    """The measurement of :func:`run_quant_error`, cached per (scale, seed) for the two claims that share it.
-
-    Parameters
-    ----------
-    scale : Scale
-    seed : int
-
-    Returns
-    -------
-    dict of str to float
-    """
+    scale = Scale.parse(scale)
+    seed = check_seed(seed)
     n, k, steps = scale.pick((1024, 8, 5), (1024, 8, 60), (4096, 32, 300))
     out: dict[str, float] = {}
     with single_thread():
@@ -178,11 +171,11 @@ def parity_settings(scale: Scale) -> dict:
 
     Raises
     ------
-    DataUnavailable
+    PrerequisiteMissing
         At PAPER scale.
     """
     if scale is Scale.PAPER:
-        raise DataUnavailable(
+        raise PrerequisiteMissing(
             "jetfire's PAPER parity is GPT-2 (124M-774M) pre-training on OpenWebText on GPUs, not available here",
             "run --scale quick (4-layer char GPT on tiny Shakespeare)",
         )
@@ -214,7 +207,6 @@ def val_loss(model, val_ids: torch.Tensor, ctx: int, batches: int, batch_size: i
         return float(np.mean([float(model(**batch_to(fn(gen, batch_size), dev)).loss) for _ in range(batches)]))
 
 
-@functools.lru_cache(maxsize=2)
 def parity_run(scale: Scale, seed: int) -> dict:
     """Train FP32, Jetfire and per-tensor INT8 copies of one initialisation on the same batches.
 
@@ -276,7 +268,8 @@ def _plot_parity(run: dict, scale: Scale, seed: int) -> None:
 
 
 def run_parity(scale: Scale | str, seed: int) -> dict[str, float]:
-    """Final validation loss of Jetfire, FP32 and per-tensor INT8 training at equal steps.
+    """Final validation loss of Jetfire, FP32 and per-tensor INT8 training at equal steps (the experiment
+    ``jetfire/parity``, judged by the claims ``parity`` and ``per-tensor-worse``).
 
     Parameters
     ----------

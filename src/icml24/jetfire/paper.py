@@ -1,12 +1,19 @@
 """The claims of "Jetfire: Efficient and Accurate Transformer Pretraining with INT8 Data Flow and Per-Block
 Quantization" (Xi et al., ICML 2024, arXiv 2403.12422). The experiments are in ``experiments.py``.
+
+Experiments: :data:`QUANT_RUN` (``jetfire/quantization-error``: synthetic outlier tensors and tensors captured
+from a tiny GPT's training) is judged by ``quantization-error`` and ``block-close-to-best``; :data:`PARITY_RUN`
+(``jetfire/parity``: FP32, Jetfire and per-tensor INT8 training from one initialisation) by ``parity`` and
+``per-tensor-worse``; ``memory`` has a run of its own. Both shared experiments train on tiny Shakespeare
+(``data:tinyshakespeare``; no stand-in: without it their claims are not run); the memory run needs no data. The
+paper's parity (GPT-2 on OpenWebText) needs GPUs and a corpus not to be had offline.
 """
 
 from __future__ import annotations
 
 from typing import Mapping
 
-from ..claims import Claim
+from ..claims import Claim, Experiment
 from ..registry import method
 
 SLUG = "jetfire"
@@ -20,6 +27,17 @@ WORSE = 0.02  # per-tensor INT8's gap to FP32 at least 2 % ...
 WORSE_FACTOR = 2.0  # ... and at least twice Jetfire's
 ANALYTIC_TOL = 0.10  # measured saved bytes of a Jetfire block within 10 % of the analytic count
 MEMORY_RATIO = 1.4  # bf16 autocast saves at least 1.4x Jetfire's bytes (paper: 1.49x less memory)
+
+QUANT_RUN = Experiment(f"{SLUG}/quantization-error", "experiments:run_quant_error", needs=("data:tinyshakespeare",))
+PARITY_RUN = Experiment(
+    f"{SLUG}/parity",
+    "experiments:run_parity",
+    needs=("data:tinyshakespeare",),
+    paper_needs=(
+        "gpu",
+        "never:the paper's parity runs pre-train GPT-2 (124M-774M) on OpenWebText, which is not available offline",
+    ),
+)
 
 
 # ------------------------------------------------------------------------------------ quantization error
@@ -44,7 +62,7 @@ QUANT_ERROR = Claim(
         "fail on each kind), and below per-tensor's on the FC1 input and FC2 output gradient captured from a "
         "tiny GPT's own training on tiny Shakespeare."
     ),
-    run="experiments:run_quant_error",
+    run=QUANT_RUN,
     holds=_holds_quant_error,
     headline="syn_act_block",
     baseline="syn_act_tensor",
@@ -65,7 +83,7 @@ BLOCK_CLOSE = Claim(
         f"In the same run, per-block error is within {CLOSE:g}x of per-channel's on the outlier-channel "
         f"activations and within {CLOSE:g}x of per-token's on the outlier-token gradients."
     ),
-    run="experiments:run_quant_error",
+    run=QUANT_RUN,
     holds=_holds_close,
     headline="syn_act_block_over_channel",
     baseline="syn_grad_block_over_token",
@@ -101,7 +119,7 @@ PARITY_CLAIM = Claim(
         f"quantization is real: at initialisation Jetfire's logits differ from FP32's by {QUANTIZED:g} to 0.1 "
         "(relative norm)."
     ),
-    run="experiments:run_parity",
+    run=PARITY_RUN,
     holds=_holds_parity,
     headline="jetfire_val",
     baseline="fp32_val",
@@ -124,7 +142,7 @@ PER_TENSOR = Claim(
         f"In the same runs per-tensor INT8 training (all three GEMMs) ends at least {WORSE:.0%} above FP32's "
         f"validation loss and at least {WORSE_FACTOR:g}x Jetfire's gap."
     ),
-    run="experiments:run_parity",
+    run=PARITY_RUN,
     holds=_holds_per_tensor,
     headline="per_tensor_val",
     baseline="jetfire_val",

@@ -1,23 +1,24 @@
 """The claim experiments of PanGu-pi Pro on a real parent (SmolLM2-135M-Instruct) and a real corpus.
 
 Corpus: Jane Austen's six novels and tiny Shakespeare from the data root; each text is split at 90 % (the
-first 90 % trains, the last 10 % validates): a fixed split. The parent and its tokenizer are loaded once per
-process; derived children, compact tokenizers and token streams are cached across claims.
+first 90 % trains, the last 10 % validates): a fixed split. The parent's weights and its tokenizer are read
+once per process (:mod:`icml24.nn.pretrained`); each experiment counts, prunes and tokenises the corpus and
+derives its children itself (a :class:`Corpus` of its own), so that no experiment finds another's work.
 
 Scales: SMOKE (the tests) uses the first 60,000 characters of each text and a few dozen steps; QUICK the
 whole corpus (5.1 MB) and about a hundred steps per arm; PAPER (1.6T tokens, a 7B parent, OpenCompass
-benchmarks) is refused: it needs data and hardware we do not have.
+benchmarks) is refused: it needs data and hardware we do not have (declared as the experiments' paper needs in
+``paper.py``, so that ``verify`` says so before any work).
 """
 
 from __future__ import annotations
 
-import functools
 import math
 
 import torch
 
 from ..claims import Scale
-from ..errors import DataUnavailable
+from ..errors import PrerequisiteMissing
 from ..runs import artifact_dir, save_figure
 from .baselines import random_init_like, sheared_masks
 from .inherit import count_parameters, inherit
@@ -31,7 +32,7 @@ COVER_VOCAB = 16384  # the compact vocabulary whose coverage is judged (a third 
 def _check_scale(scale: Scale) -> Scale:
     scale = Scale.parse(scale)
     if scale is Scale.PAPER:
-        raise DataUnavailable(
+        raise PrerequisiteMissing(
             "tiny_lm at paper scale needs the 1.6T-token corpus, the PanGu-pi-7B parent and the OpenCompass "
             "benchmarks, which are not available here",
             "run --scale quick",
@@ -39,13 +40,13 @@ def _check_scale(scale: Scale) -> Scale:
     return scale
 
 
-# ----------------------------------------------------------------------------------------------- cached
-@functools.lru_cache(maxsize=1)
+# ------------------------------------------------------------------------------------------------- data
 def parent_model():
-    """SmolLM2-135M-Instruct, loaded once per process (never modified: children are copies).
+    """SmolLM2-135M-Instruct with its parameters frozen, a fresh copy each call (children are built from it).
 
     :func:`icml24.nn.pretrained.smollm2_model`: the weights :func:`~icml24.nn.pretrained.load_smollm2` loads (float32,
-    offline, bit for bit), read by transformers' fast GGUF reader in about 2 s instead of about 20 s.
+    offline, bit for bit), read once per process by transformers' fast GGUF reader (about 2 s instead of about
+    20 s) and copied on each call (under a second).
 
     Returns
     -------
@@ -73,7 +74,6 @@ def parent_tokenizer():
     return smollm2_tokenizer()
 
 
-@functools.lru_cache(maxsize=2)
 def corpus(max_chars: int | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Train and validation texts: each Austen novel and tiny Shakespeare, split at 90 %.
 
@@ -86,6 +86,11 @@ def corpus(max_chars: int | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     -------
     (tuple of str, tuple of str)
         Train parts and validation parts, Austen's novels first.
+
+    Raises
+    ------
+    DataUnavailable
+        When Austen's novels or tiny Shakespeare are not under the data root.
     """
     from ..data.text import AUSTEN_NOVELS, austen, tiny_shakespeare
 
@@ -99,26 +104,89 @@ def _max_chars(scale: Scale) -> int | None:
     return scale.pick(60_000, None, None)
 
 
-@functools.lru_cache(maxsize=4)
-def parent_counts(max_chars: int | None, split: str):
-    """SmolLM2 token frequencies of the train or validation texts.
+class Corpus:
+    """The corpus of one experiment at one length, with what the experiment derives from it.
+
+    SmolLM2's token counts, the compact tokenizers and the token streams are computed on first use and kept by
+    this object only: an experiment builds its own and drops it when it returns, so that nothing one experiment
+    computes is found by another.
 
     Parameters
     ----------
     max_chars : int or None
-    split : {"train", "val"}
+        Characters kept from the start of each text (None: all); see :func:`corpus`.
 
-    Returns
-    -------
-    numpy.ndarray
+    Attributes
+    ----------
+    train, val : tuple of str
+        Train and validation texts.
     """
-    train, val = corpus(max_chars)
-    return token_frequencies(parent_tokenizer(), train if split == "train" else val)
+
+    def __init__(self, max_chars: int | None) -> None:
+        self.max_chars = max_chars
+        self.train, self.val = corpus(max_chars)
+        self._counts: dict = {}
+        self._compact: dict = {}
+        self._streams: dict = {}
+
+    def counts(self, split: str):
+        """SmolLM2 token frequencies of the train or validation texts.
+
+        Parameters
+        ----------
+        split : {"train", "val"}
+
+        Returns
+        -------
+        numpy.ndarray
+        """
+        if split not in self._counts:
+            self._counts[split] = token_frequencies(parent_tokenizer(), self.train if split == "train" else self.val)
+        return self._counts[split]
+
+    def compact(self, vocab_size: int):
+        """The compact tokenizer of ``vocab_size`` pieces, counted on the train texts.
+
+        Parameters
+        ----------
+        vocab_size : int
+
+        Returns
+        -------
+        CompactTokenizer
+        """
+        if vocab_size not in self._compact:
+            self._compact[vocab_size] = compact_tokenizer(parent_tokenizer(), self.counts("train"), vocab_size)
+        return self._compact[vocab_size]
+
+    def streams(self, vocab_size: int | None) -> tuple[torch.Tensor, torch.Tensor, float]:
+        """Token streams of the train and validation texts, and the validation tokens per byte.
+
+        Parameters
+        ----------
+        vocab_size : int or None
+            A compact vocabulary size, or None for SmolLM2's own tokenizer.
+
+        Returns
+        -------
+        (torch.Tensor, torch.Tensor, float)
+        """
+        if vocab_size not in self._streams:
+            tok = parent_tokenizer() if vocab_size is None else self.compact(vocab_size).tokenizer
+
+            def enc(texts):  # the Rust backend directly: what tok(...) does underneath, without its BatchEncoding
+                chunks = [t[i : i + 200_000] for t in texts for i in range(0, len(t), 200_000)]
+                out = tok.backend_tokenizer.encode_batch(chunks, add_special_tokens=False)
+                return torch.tensor([i for e in out for i in e.ids], dtype=torch.long)
+
+            tv = enc(self.val)
+            tpb = tv.numel() / sum(len(t.encode("utf-8")) for t in self.val)
+            self._streams[vocab_size] = (enc(self.train), tv, tpb)
+        return self._streams[vocab_size]
 
 
-@functools.lru_cache(maxsize=4)
 def compact(vocab_size: int, max_chars: int | None):
-    """The compact tokenizer of ``vocab_size`` pieces, counted on the train texts.
+    """The compact tokenizer of ``vocab_size`` pieces, counted on the train texts of :func:`corpus`.
 
     Parameters
     ----------
@@ -129,33 +197,7 @@ def compact(vocab_size: int, max_chars: int | None):
     -------
     CompactTokenizer
     """
-    return compact_tokenizer(parent_tokenizer(), parent_counts(max_chars, "train"), vocab_size)
-
-
-@functools.lru_cache(maxsize=6)
-def streams(vocab_size: int | None, max_chars: int | None) -> tuple[torch.Tensor, torch.Tensor, float]:
-    """Token streams of the train and validation texts, and the validation tokens per byte.
-
-    Parameters
-    ----------
-    vocab_size : int or None
-        A compact vocabulary size, or None for SmolLM2's own tokenizer.
-    max_chars : int or None
-
-    Returns
-    -------
-    (torch.Tensor, torch.Tensor, float)
-    """
-    tok = parent_tokenizer() if vocab_size is None else compact(vocab_size, max_chars).tokenizer
-    train, val = corpus(max_chars)
-
-    def enc(texts):  # the Rust backend directly: what tok(...) does underneath, without its BatchEncoding
-        chunks = [t[i : i + 200_000] for t in texts for i in range(0, len(t), 200_000)]
-        out = tok.backend_tokenizer.encode_batch(chunks, add_special_tokens=False)
-        return torch.tensor([i for e in out for i in e.ids], dtype=torch.long)
-
-    tv = enc(val)
-    return enc(train), tv, tv.numel() / sum(len(t.encode("utf-8")) for t in val)
+    return Corpus(max_chars).compact(vocab_size)
 
 
 def ordered_batches(stream: torch.Tensor, n_batches: int, batch_size: int, seq_len: int) -> torch.Tensor:
@@ -302,18 +344,20 @@ def run_compact_tokenizer(scale: Scale, seed: int) -> dict[str, float]:
     mc = _max_chars(scale)
     s = _settings(scale)
     steps = SCRATCH_STEPS[scale.value]
-    cover = compact(COVER_VOCAB, None)  # coverage on the whole corpus at every scale (counting is cheap)
+    whole = Corpus(None)  # coverage on the whole corpus at every scale (counting is cheap)
+    part = whole if mc is None else Corpus(mc)
+    cover = whole.compact(COVER_VOCAB)
     out = {
         "vocab_fraction": COVER_VOCAB / len(parent_tokenizer()),
         "coverage_train": cover.coverage,
-        "coverage_val": token_coverage(cover, parent_counts(None, "val")),
+        "coverage_val": token_coverage(cover, whole.counts("val")),
         # the models' 4,096-piece vocabulary as this scale counts it (whole corpus at quick)
-        "mid_vocab_coverage_val": token_coverage(compact(MID_VOCAB, mc), parent_counts(None, "val")),
+        "mid_vocab_coverage_val": token_coverage(part.compact(MID_VOCAB), whole.counts("val")),
     }
     arms = {"full": (None, 32, 1), "compact": (MID_VOCAB, 168, 4)}
     curves = {}
     for name, (v, width, heads) in arms.items():
-        train, val, tpb = streams(v, mc)
+        train, val, tpb = part.streams(v)
         vocab = len(parent_tokenizer()) if v is None else v
         model = scratch_llama(vocab, layers=2, hidden=width, heads=heads, seed=seed)
         batches = random_batches(train, steps, s["batch"], s["seq"], seed)
@@ -337,18 +381,50 @@ def run_compact_tokenizer(scale: Scale, seed: int) -> dict[str, float]:
 CHILD = dict(num_layers=4, hidden_size=128, num_heads=2, intermediate_size=384)
 
 
-@functools.lru_cache(maxsize=2)
-def _inheritance_data(scale: Scale, seed: int):
-    mc = _max_chars(scale)
-    s = _settings(scale)
-    train, val, tpb = streams(MID_VOCAB, mc)
-    batches = random_batches(train, s["steps"], s["batch"], s["seq"], seed)
-    probe = random_batches(train, 1, s["taylor_rows"], s["seq"], seed + 1000)[0]
-    return batches, probe, val_blocks(val, s["n_val"], s["seq"])
+class _Children:
+    """The data and the SmolLM2 children of one inheritance run, each child derived once (for this run only).
+
+    Parameters
+    ----------
+    scale : Scale
+    seed : int
+    """
+
+    def __init__(self, scale: Scale, seed: int) -> None:
+        s = _settings(scale)
+        self.scale, self.seed, self.settings = scale, seed, s
+        self.corpus = Corpus(_max_chars(scale))
+        train, val, _ = self.corpus.streams(MID_VOCAB)
+        self.batches = random_batches(train, s["steps"], s["batch"], s["seq"], seed)
+        self.probe = random_batches(train, 1, s["taylor_rows"], s["seq"], seed + 1000)[0]
+        self.val = val_blocks(val, s["n_val"], s["seq"])
+        self._parent = None
+        self._derived: dict = {}
+
+    def parent(self):
+        if self._parent is None:
+            self._parent = parent_model()
+        return self._parent
+
+    def derived(self, layers: str, criterion: str):
+        """The child of ``layers`` and ``criterion`` (shared within this run: do not modify it).
+
+        Parameters
+        ----------
+        layers : str
+        criterion : str
+
+        Returns
+        -------
+        transformers.LlamaForCausalLM
+        """
+        if (layers, criterion) not in self._derived:
+            self._derived[layers, criterion] = _derive(self, layers, criterion)
+        return self._derived[layers, criterion]
 
 
 def derive_child(scale: Scale, seed: int, layers: str = "first_last", criterion: str = "l2"):
-    """A SmolLM2 child of shape :data:`CHILD` on the compact vocabulary (a fresh copy each call).
+    """A SmolLM2 child of shape :data:`CHILD` on the compact vocabulary, as the inheritance claims' run derives it.
 
     Parameters
     ----------
@@ -362,32 +438,27 @@ def derive_child(scale: Scale, seed: int, layers: str = "first_last", criterion:
     -------
     transformers.LlamaForCausalLM
     """
-    import copy
-
-    return copy.deepcopy(_derived(scale, seed, layers, criterion))
+    return _derive(_Children(Scale.parse(scale), seed), layers, criterion)
 
 
-@functools.lru_cache(maxsize=8)
-def _derived(scale: Scale, seed: int, layers: str, criterion: str):
-    mc = _max_chars(scale)
-    s = _settings(scale)
-    _, probe, _ = _inheritance_data(scale, seed)
+def _derive(run: _Children, layers: str, criterion: str):
+    s, seed, vocab = run.settings, run.seed, run.corpus.compact(MID_VOCAB)
     scores = None
     if criterion == "sheared":  # the peer: Sheared-LLaMA masks on the same trunk, as many steps as ours
-        d = parent_model().config
+        d = run.parent().config
         trunk = inherit(
-            parent_model(),
+            run.parent(),
             num_layers=CHILD["num_layers"],
             hidden_size=d.hidden_size,
             num_heads=d.num_attention_heads,
             intermediate_size=d.intermediate_size,
             layers=layers,
-            vocab=compact(MID_VOCAB, mc),
+            vocab=vocab,
             seed=seed,
         )
         scores = sheared_masks(
             trunk,
-            probe,
+            run.probe,
             hidden_size=CHILD["hidden_size"],
             num_heads=CHILD["num_heads"],
             intermediate_size=CHILD["intermediate_size"],
@@ -395,12 +466,12 @@ def _derived(scale: Scale, seed: int, layers: str, criterion: str):
             seed=seed,
         )
     return inherit(
-        parent_model(),
+        run.parent(),
         **CHILD,
         layers=layers,
         criterion="l2" if scores is not None else criterion,
-        vocab=compact(MID_VOCAB, mc),
-        batches=probe,
+        vocab=vocab,
+        batches=run.probe,
         scores=scores,
         mask_steps=s["mask_steps"],
         seed=seed,
@@ -418,8 +489,8 @@ def run_inheritance(scale: Scale, seed: int) -> dict[str, float]:
     layers, widths by Taylor importance; at quick scale also widths by L2, L1, the learnable mask, random
     scores, and the Sheared-LLaMA peer's hard-concrete masks (:func:`~icml24.tiny_lm.sheared_masks`), all on
     first/last layers, with the Kendall rank correlation of the measured order of random / L1 / L2 / Taylor /
-    mask against the paper's (reported, not judged). Measured once per (scale, seed) and shared by the claims
-    that read it; the training-loss curves of every arm are drawn.
+    mask against the paper's (reported, not judged). The experiment ``tiny_lm/inheritance``, judged by the claims
+    ``inheritance`` and ``inheritance-layers``; the training-loss curves of every arm are drawn.
 
     Parameters
     ----------
@@ -433,11 +504,11 @@ def run_inheritance(scale: Scale, seed: int) -> dict[str, float]:
     scale = _check_scale(scale)
     out, curves = _inheritance_metrics(scale, seed)
     plot_curves(
-        dict(curves),
+        curves,
         f"tiny_lm-inheritance-curves-{scale.value}-seed{seed}",
         f"child 4x128 of SmolLM2: inherited vs random init ({scale.value}, seed {seed})",
     )
-    return dict(out)
+    return out
 
 
 def kendall_tau(a, b) -> float:
@@ -461,10 +532,11 @@ def kendall_tau(a, b) -> float:
     return s / (n * (n - 1) / 2)
 
 
-@functools.lru_cache(maxsize=4)
 def _inheritance_metrics(scale: Scale, seed: int) -> tuple[dict[str, float], dict[str, list[float]]]:
-    s = _settings(scale)
-    batches, _, val = _inheritance_data(scale, seed)
+    import copy
+
+    run = _Children(scale, seed)
+    s, batches, val = run.settings, run.batches, run.val
     cfg = recipe(s["steps"], lr=3e-3, batch_size=s["batch"])
     out: dict[str, float] = {}
     curves: dict[str, list[float]] = {}
@@ -483,9 +555,9 @@ def _inheritance_metrics(scale: Scale, seed: int) -> tuple[dict[str, float], dic
         )
     for name, arm in arms.items():
         if arm is None:
-            model = random_init_like(_derived(scale, seed, "first_last", "taylor"), seed=seed)
+            model = random_init_like(run.derived("first_last", "taylor"), seed=seed)
         else:
-            model = derive_child(scale, seed, *arm)
+            model = copy.deepcopy(run.derived(*arm))
         out[f"{name}_init_loss"] = evaluate(model, val)
         res = train_on_batches(model, batches, cfg)
         curves[name] = res.losses
@@ -522,7 +594,7 @@ def run_multiple_rounds(scale: Scale, seed: int) -> dict[str, float]:
     mc = _max_chars(scale)
     s = _settings(scale)
     n = scale.pick(32, 48, None)
-    train, val, _ = streams(MID_VOCAB, mc)
+    train, val, _ = Corpus(mc).streams(MID_VOCAB)
     batches = ordered_batches(train, n, s["batch"], s["seq"])
     vb = val_blocks(val, s["n_val"], s["seq"])
     model = scratch_llama(MID_VOCAB, layers=2, hidden=128, heads=4, seed=seed)
@@ -580,7 +652,7 @@ def run_depth(scale: Scale, seed: int) -> dict[str, float]:
     mc = _max_chars(scale)
     s = _settings(scale)
     steps = SCRATCH_STEPS[scale.value]
-    train, val, _ = streams(MID_VOCAB, mc)
+    train, val, _ = Corpus(mc).streams(MID_VOCAB)
     batches = random_batches(train, steps, s["batch"], s["seq"], seed)
     vb = val_blocks(val, s["n_val"], s["seq"])
     out: dict[str, float] = {}

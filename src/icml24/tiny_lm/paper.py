@@ -1,6 +1,12 @@
 """The claims of "Rethinking Optimization and Architecture for Tiny Language Models" (PanGu-pi Pro; Tang et al.,
 ICML 2024, arXiv 2402.02791). The experiments are in ``experiments.py``: SmolLM2-135M-Instruct is the parent,
 Austen's novels and tiny Shakespeare the corpus.
+
+Experiments: ``tiny_lm/inheritance`` (the children trained from SmolLM2 and from random initialisation) is
+judged by the claims ``inheritance`` and ``inheritance-layers``; ``compact-tokenizer``, ``multiple-rounds`` and
+``depth`` each judge a run of their own. Every experiment needs Austen's novels and tiny Shakespeare (no stand-in:
+the claims are about this corpus and SmolLM2's vocabulary on it; without them the claims are not run), and the
+paper scale needs what is not to be had here.
 """
 
 from __future__ import annotations
@@ -8,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Mapping
 
-from ..claims import Claim
+from ..claims import Claim, Experiment
 from ..registry import method
 
 SLUG = "tiny_lm"
@@ -16,6 +22,16 @@ COVERAGE = 0.99  # the compact vocabulary covers at least 99 % of held-out corpu
 SMALL_FRACTION = 0.34  # ... with at most 34 % (a third) of SmolLM2's pieces
 EQUAL_PARAMS = 0.05  # "equal total parameters": within 5 %
 RECOVER = 0.5  # loss-weighted 50 % resampling recovers at least half of a full second epoch's gain
+
+
+# Every experiment reads the corpus; the paper's scale needs its data, its parent and GPUs.
+TEXT = ("data:austen", "data:tinyshakespeare")
+PAPER_NEEDS = (
+    "gpu",
+    "never:the 1.6T-token pre-training corpus, the PanGu-pi-7B parent and the OpenCompass benchmarks of the "
+    "paper are not available offline",
+)
+INHERITANCE_RUN = Experiment(f"{SLUG}/inheritance", "experiments:run_inheritance", needs=TEXT, paper_needs=PAPER_NEEDS)
 
 
 def _close(ratio: float) -> bool:
@@ -43,6 +59,8 @@ TOKENIZER = Claim(
         "validation bits per byte than one on the full vocabulary (both trained from scratch)."
     ),
     run="experiments:run_compact_tokenizer",
+    needs=TEXT,
+    paper_needs=PAPER_NEEDS,
     holds=_holds_tokenizer,
     headline="compact_val_bpb",
     baseline="full_val_bpb",
@@ -78,7 +96,7 @@ INHERITANCE = Claim(
         "L2 widths lost to random init with 24 smoke steps (smoke seed 0: 7.01 against 6.94 nats) and to the "
         "middle layers at quick seed 0 (6.54 against 6.51)."
     ),
-    run="experiments:run_inheritance",
+    run=INHERITANCE_RUN,
     holds=_holds_inheritance,
     headline="first_last_taylor_val_loss",
     baseline="random_init_val_loss",
@@ -100,7 +118,7 @@ LAYERS = Claim(
         "reaches a lower validation loss than the child inherited from a contiguous block of middle layers (both "
         "with Taylor widths) after equal steps."
     ),
-    run="experiments:run_inheritance",
+    run=INHERITANCE_RUN,
     holds=_holds_layers,
     headline="first_last_taylor_val_loss",
     baseline="middle_taylor_val_loss",
@@ -126,6 +144,8 @@ ROUNDS = Claim(
         "(forgetting) than a uniformly drawn 50 %."
     ),
     run="experiments:run_multiple_rounds",
+    needs=TEXT,
+    paper_needs=PAPER_NEEDS,
     holds=_holds_rounds,
     headline="loss_gain",
     baseline="full_gain",
@@ -157,6 +177,8 @@ DEPTH = Claim(
         "shallow wide one (2 layers, width 128), and decodes greedily more slowly."
     ),
     run="experiments:run_depth",
+    needs=TEXT,
+    paper_needs=PAPER_NEEDS,
     holds=_holds_depth,
     headline="deep_val_loss",
     baseline="shallow_val_loss",
