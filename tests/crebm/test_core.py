@@ -27,7 +27,6 @@ from icml24.crebm import (
     train_value_mlp,
 )
 from icml24.crebm.energy import batch_inputs
-from icml24.crebm.experiments import train_all
 from icml24.data.retro_world import (
     DEFAULT_TEMPLATES,
     Step,
@@ -55,8 +54,8 @@ KNOWN = {
 
 
 @pytest.fixture(scope="module")
-def trained():
-    return train_all("smoke", 0)
+def trained(crebm_trained):
+    return crebm_trained
 
 
 @pytest.mark.parametrize("name", DEFAULT_TEMPLATES)

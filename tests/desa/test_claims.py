@@ -30,9 +30,26 @@ def test_paper_scale_says_what_it_lacks():
 
     with pytest.raises(DataUnavailable, match="SVHN and USPS are not available offline"):
         setting(Scale.PAPER)
+    for exp in paper.METHOD.experiments:
+        needs = exp.requirements(Scale.PAPER)
+        assert "gpu" in needs and any(n.startswith("never:") for n in needs), exp.key
+    assert paper.FASHION.experiment.requirements(Scale.SMOKE) == ("data:fashion-mnist",)
+    assert paper.DIGITS.requirements(Scale.QUICK) == ()
 
 
-def test_inter_domain_finding():
+def test_digit_claims_share_one_experiment():
+    keys = {c.name: c.experiment.key for c in paper.METHOD.claims}
+    assert {keys[n] for n in ("inter-domain", "components", "communication", "communication-total")} == {"desa/digits"}
+    assert len(paper.METHOD.experiments) == 2
+
+
+@pytest.fixture(scope="module")
+def digits():
+    """The shared digits run, measured once for the four claims that judge it."""
+    return paper.DIGITS.measure(Scale.SMOKE, 0)
+
+
+def test_inter_domain_finding(digits):
     m = check_claim(
         paper.INTER_DOMAIN,
         [
@@ -42,6 +59,7 @@ def test_inter_domain_finding():
             {"desa_intra": 0.0},  # intra-domain accuracy collapses
         ],
         expect=False,
+        metrics=digits,
     )
     assert m["desa_multiprocess"] == 0.0  # smoke runs in-process; quick runs one process per client
     # the claim can hold: gains of 0.1 for every client with intra kept
@@ -49,7 +67,7 @@ def test_inter_domain_finding():
     assert paper.INTER_DOMAIN.judge(good) is True
 
 
-def test_components_finding():
+def test_components_finding(digits):
     m = check_claim(
         paper.COMPONENTS,
         [
@@ -58,17 +76,19 @@ def test_components_finding():
             {"nokd_inter": 0.0, "noreg_inter": 0.0, "desa_inter": 0.5},  # equal effects: no ordering
         ],
         expect=False,
+        metrics=digits,
     )
     assert paper.COMPONENTS.judge({**m, "desa_inter": 0.5, "nokd_inter": 0.2, "noreg_inter": 0.4}) is True
 
 
-def test_communication_claim():
+def test_communication_claim(digits):
     m = check_claim(
         paper.COMMUNICATION,
         [
             {"per_round_bytes_ratio": 1.0},  # DeSA sends as much as FedAvg per round
             {"per_round_bytes_ratio": 4.9},  # cheaper, but not by the stated factor
         ],
+        metrics=digits,
     )
     assert m["desa_bytes_logits_per_round"] > 0 and m["fedavg_bytes_per_round"] > 0
     # the finding, on the same metrics: the one-time anchors outweigh FedAvg's weights at this scale

@@ -1,7 +1,10 @@
 import subprocess
 import sys
 
+import pytest
+
 from icml24 import registry
+from icml24.claims import Scale
 from icml24.ensemble_equivariance import paper
 from icml24.testing import check_claim
 
@@ -28,6 +31,18 @@ def test_method_is_registered():
     ]
 
 
+def test_emergence_and_training_time_judge_one_experiment():
+    assert paper.EMERGENCE.run is paper.TRAINING_TIME.run is paper.C4_ENSEMBLES
+    assert len(paper.METHOD.experiments) == len(paper.METHOD.claims) - 1
+    assert paper.ACCURACY.experiment.paper_needs == ("data:fashion-mnist",) and not paper.ACCURACY.experiment.needs
+
+
+@pytest.fixture(scope="module")
+def c4_ensembles():
+    """The C4 ensembles' metrics, measured once for the two claims that judge them."""
+    return paper.C4_ENSEMBLES.measure(Scale.SMOKE, 0)
+
+
 def test_exactness_claim():
     m = check_claim(
         paper.EXACTNESS,
@@ -43,7 +58,7 @@ def test_exactness_claim():
     assert m["aug_err_t1_noise"] <= paper.EXACT_TOL and m["aug_err_tinf_test"] <= paper.EXACT_TOL
 
 
-def test_emergence_claim():
+def test_emergence_claim(c4_ensembles):
     m = check_claim(
         paper.EMERGENCE,
         [
@@ -56,6 +71,7 @@ def test_emergence_claim():
             {"noaug_over_aug_err_noise": 1.0},
             {"aug_test_acc": 0.1},
         ],
+        metrics=c4_ensembles,
     )
     assert m["aug_osp_m64_noise"] > m["aug_osp_m1_noise"]
 
@@ -72,7 +88,7 @@ def test_accuracy_claim():
     )
 
 
-def test_training_time_claim():
+def test_training_time_claim(c4_ensembles):
     m = check_claim(
         paper.TRAINING_TIME,
         [
@@ -82,8 +98,33 @@ def test_training_time_claim():
             {"aug_osp_gain_min_late_test": 0.0},  # no emergence on test data
             {"noaug_err_ratio_last_noise": 0.13},  # no augmentation would do as well (same init: equal ratios)
         ],
+        metrics=c4_ensembles,
     )
     assert m["ntk_err_s0_noise"] == 0.0 and m["aug_osp_gain_s150_test"] > m["aug_osp_gain_s0_test"]
+
+
+class _Trained(Exception):
+    """Raised in place of training: the run got past reading its data."""
+
+
+def _no_training(*args, **kwargs):
+    raise _Trained
+
+
+def test_accuracy_without_fashion_mnist(monkeypatch, tmp_path):
+    # quick scale: the digits stand in, announced; paper scale: not run, before any training
+    from icml24.ensemble_equivariance import experiments
+    from icml24.errors import DataUnavailable
+    from icml24.runs import recording_substitutions
+
+    monkeypatch.setenv("ICML24_DATA", str(tmp_path))
+    monkeypatch.setattr(experiments, "train_ensemble", _no_training)
+    with recording_substitutions() as notes, pytest.raises(_Trained):
+        paper.ACCURACY.measure(Scale.QUICK, 0)
+    assert notes == [experiments.FASHION_STAND_IN]
+    with recording_substitutions() as notes, pytest.raises(DataUnavailable, match="Fashion-MNIST"):
+        paper.ACCURACY.measure(Scale.PAPER, 0)
+    assert notes == []
 
 
 def test_width_claim():

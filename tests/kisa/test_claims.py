@@ -4,7 +4,8 @@ import sys
 import pytest
 
 from icml24 import registry
-from icml24.claims import validate_metrics
+from icml24.claims import Scale, validate_metrics
+from icml24.errors import PrerequisiteMissing
 from icml24.kisa import experiments, paper
 
 
@@ -23,18 +24,32 @@ def test_method_is_registered():
     assert [c.expected for c in paper.METHOD.claims] == [True, True, False]
 
 
-# Each claim trains KISA for 300 steps on 200 demonstrations (about 30 s on an idle core, the ablation three
-# more models): their verdicts are checked by `icml24 verify kisa` at smoke and quick scale, on seeds 0-2.
-# Here the claims' runs go through the registered runners at a tiny size (one world and one trained full model
-# shared by the three), their judges are checked against contradicting metrics, and a mid-size training checks
-# that KISA learns what the frame-wise baseline cannot.
+# The claims' experiment trains KISA for 300 steps on 200 demonstrations (about 30 s on an idle core) and its
+# three ablations: their verdicts are checked by `icml24 verify kisa` at smoke and quick scale, on seeds 0-2.
+# Here the experiment's registered runner runs once at a tiny size (one world, the full model and the ablations
+# shared by the three claims), their judges are checked against contradicting metrics, and a mid-size training
+# checks that KISA learns what the frame-wise baseline cannot.
 TINY = experiments.Setting(n_train=12, n_test=4, steps=4, d_model=16, dim_feedforward=32, lr=2e-3, batch_size=4)
 MID = experiments.Setting(n_train=64, n_test=16, steps=120, d_model=32, dim_feedforward=64, lr=3e-3, batch_size=8)
 
 
 @pytest.fixture(scope="module")
 def tiny():
-    return {c.name: validate_metrics(c, c.runner()(TINY, 0)) for c in paper.METHOD.claims}
+    m = paper.TABLETOP.runner()(TINY, 0)
+    return {c.name: validate_metrics(c, m) for c in paper.METHOD.claims}
+
+
+def test_claims_share_one_experiment():
+    assert {c.experiment.key for c in paper.METHOD.claims} == {"kisa/tabletop"}
+    assert paper.METHOD.experiments == (paper.TABLETOP,)
+
+
+def test_paper_scale_says_what_it_lacks():
+    (need,) = paper.TABLETOP.requirements(Scale.PAPER)
+    assert need.startswith("never:") and "LIV" in need
+    assert paper.TABLETOP.requirements(Scale.SMOKE) == ()
+    with pytest.raises(PrerequisiteMissing, match="ManiSkill2"):
+        experiments.setting(Scale.PAPER)
 
 
 def refuted(claim, metrics, contradictions):
@@ -66,10 +81,11 @@ def test_kisa_learns_beyond_the_framewise_baseline():
     # a mid-size training (64 demonstrations, 120 steps) already places fewer, closer keyframes than the
     # frame-wise baseline on the same frames (number error 2.8-3.9 vs 6.2-6.5, MAE 21.9-23.8 vs 23.8-27.5, seeds
     # 0-2); the F1 of the claim needs the full training
-    m = experiments.run_keyframes(MID, 0)
+    t = experiments.train_variants(MID, 0, ("full",))
+    m = experiments.keyframes_metrics(t, 0)
     assert m["kisa_number_error"] < m["framewise_number_error"] - 1.0
     assert m["kisa_mae"] < m["framewise_mae"]
-    assert m["train_loss_last"] < experiments.trained(MID, 0).losses[0]
+    assert m["train_loss_last"] < t.models["full"].losses[0]
 
 
 def test_ablation_claim_machinery(tiny):
@@ -79,7 +95,7 @@ def test_ablation_claim_machinery(tiny):
     assert m["drop_no_temporal"] == m["full_f1"] - m["no_temporal_f1"]
     others = max(m["drop_no_history"], m["drop_no_monotonic"])
     assert m["drop_temporal_minus_others"] == m["drop_no_temporal"] - others
-    configs = {v: experiments.trained(TINY, 0, v).config for v in experiments.VARIANTS}
+    configs = {v: m.config for v, m in experiments.train_variants(TINY, 0).models.items()}
     full = configs["full"]
     assert (full.temporal, full.negatives, full.alpha) == (True, "history", 0.1)
     assert configs["no_temporal"] == full.replace(temporal=False)
@@ -91,12 +107,6 @@ def test_ablation_claim_machinery(tiny):
     assert judge({**ok, "drop_no_temporal": 0.05, "drop_temporal_minus_others": 0.25}) is False  # hardly matters
     assert judge({**ok, "drop_temporal_minus_others": 0.0}) is False  # another component matters as much
     assert judge({**ok, "drop_no_temporal": 0.0, "drop_temporal_minus_others": 0.0}) is False  # all copies
-
-
-def test_trained_models_are_shared_across_claims():
-    assert experiments.trained(TINY, 0) is experiments.trained(TINY, 0, "full")
-    assert experiments.trained(TINY, 0, variant="full") is experiments.trained(TINY, 0)
-    assert experiments.trained(TINY, 0, "no_history") is not experiments.trained(TINY, 0)
 
 
 def test_unseen_compositions_finding(tiny):

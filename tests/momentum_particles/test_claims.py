@@ -4,6 +4,7 @@ import sys
 import pytest
 
 from icml24 import registry
+from icml24.claims import Scale
 from icml24.momentum_particles import paper
 from icml24.testing import check_claim
 
@@ -30,6 +31,12 @@ def test_method_is_registered():
     ]
 
 
+def test_claims_share_two_experiments():
+    keys = [c.experiment.key.split("/")[1] for c in paper.METHOD.claims]
+    assert keys == ["regimes", "ppca", "ppca", "generator", "generator", "generator"]
+    assert len(paper.METHOD.experiments) == 3
+
+
 def test_regimes_claim():
     m = check_claim(
         paper.REGIMES,
@@ -49,6 +56,7 @@ def test_regimes_claim():
 
 
 def test_ppca_claims():
+    ppca = paper.PPCA_RUN.measure(Scale.SMOKE, 0)  # once for both claims
     m = check_claim(
         paper.PPCA,
         [
@@ -60,6 +68,7 @@ def test_ppca_claims():
             {"mpd_gap_max": 0.5},  # some replicate does not end at the MLE
             {"pgd_x10_gap": 0.5},  # the tuned peer does not reach the MLE
         ],
+        metrics=ppca,
     )
     assert m["em_gap_100"] < 1e-2 and m["replicates"] >= 8
     assert m["mpd_closer_frac"] >= 0.5
@@ -68,12 +77,13 @@ def test_ppca_claims():
     copy = {**m, **pgd_copy, "log_gap_gain": 0.0, "evals_gain": 0.0, "final_gap_gain": 0.0}
     assert paper.PPCA.judge(copy) is False
     # the finding: a PGD with a 10x theta step is faster; a faster MPD would contradict it
-    check_claim(paper.PPCA_TUNED, [{"mpd_evals_to_tol": m["pgd_x10_evals_to_tol"] + 1.0}], expect=False)
+    check_claim(paper.PPCA_TUNED, [{"mpd_evals_to_tol": m["pgd_x10_evals_to_tol"] + 1.0}], expect=False, metrics=ppca)
     assert paper.PPCA_TUNED.judge({**m, "mpd_evals_to_tol": 1.0}) is True
 
 
 def test_generator_claims():
     pytest.importorskip("mlxtend")
+    gen = paper.GENERATOR_RUN.measure(Scale.SMOKE, 0)  # once for the three claims
     m = check_claim(
         paper.GENERATOR,
         [
@@ -86,12 +96,13 @@ def test_generator_claims():
             {"mean_image_mse": 0.01},  # no better than the mean image
             {"mpd_grad_evals": 10_000.0},  # more gradient evaluations than PGD
         ],
+        metrics=gen,
     )
     assert m["abp_grad_evals"] == m["pgd_grad_evals"] == m["official_grad_evals"] == m["mpd_grad_evals"]
     # a copy of PGD's network scored with the same random numbers has zero paired gains: must not pass
     assert paper.GENERATOR.judge({**m, "mse_gain": 0.0, "log_lik_gain": 0.0}) is False
     # the findings: the official config loses to PGD at this budget; the mean latent does not favour MPD
-    check_claim(paper.GENERATOR_OFFICIAL, [{"official_log_lik_gain": -100.0}], expect=False)
+    check_claim(paper.GENERATOR_OFFICIAL, [{"official_log_lik_gain": -100.0}], expect=False, metrics=gen)
     assert paper.GENERATOR_OFFICIAL.judge({**m, "official_mse_gain": 0.01, "official_log_lik_gain": 5.0}) is True
-    check_claim(paper.GENERATOR_MEAN_LATENT, [{"mean_latent_gain": -1.0}], expect=False)
+    check_claim(paper.GENERATOR_MEAN_LATENT, [{"mean_latent_gain": -1.0}], expect=False, metrics=gen)
     assert paper.GENERATOR_MEAN_LATENT.judge({**m, "mean_latent_gain": 0.05, "mean_latent_gain_se": 0.001}) is True

@@ -1,7 +1,10 @@
 import subprocess
 import sys
 
+import pytest
+
 from icml24 import registry
+from icml24.claims import Scale
 from icml24.red_xai import paper
 from icml24.testing import check_claim
 
@@ -20,7 +23,18 @@ def test_method_is_registered():
     assert m is paper.METHOD and [c.name for c in m.claims] == ["questioning", "fix", "checks"]
 
 
-def test_questioning_claim():
+def test_the_claims_judge_one_experiment():
+    assert {c.experiment.key for c in paper.METHOD.claims} == {"red_xai/shortcut"}
+    assert paper.SHORTCUT.needs == () and paper.SHORTCUT.paper_needs == ("data:fashion-mnist",)
+
+
+@pytest.fixture(scope="module")
+def shortcut():
+    """The shortcut experiment's metrics, measured once for the three claims."""
+    return paper.SHORTCUT.measure(Scale.SMOKE, 0)
+
+
+def test_questioning_claim(shortcut):
     m = check_claim(
         paper.QUESTIONING,
         [
@@ -31,11 +45,12 @@ def test_questioning_claim():
             {"digits_cav_acc": 0.5},
             {"arms": 2.0},  # an arm went missing
         ],
+        metrics=shortcut,
     )
     assert m["digits_reliance"] > m["digits_oracle_reliance"]
 
 
-def test_fix_claim():
+def test_fix_claim(shortcut):
     m = check_claim(
         paper.FIX,
         [
@@ -46,11 +61,12 @@ def test_fix_claim():
             {"digits_rrr_random_reliance": 0.0},  # any penalty would do: the mask does not matter
             {"digits_model_reliance": 0.0},  # nothing to fix
         ],
+        metrics=shortcut,
     )
     assert m["digits_rrr_reliance"] < m["digits_rrr_random_reliance"]
 
 
-def test_checks_claim():
+def test_checks_claim(shortcut):
     m = check_claim(
         paper.CHECKS,
         [
@@ -63,6 +79,20 @@ def test_checks_claim():
             {"digits_flip_aopc_init": 0.5},  # the control passes the flipping check: it cannot tell
             {"arms": 2.0},
         ],
+        metrics=shortcut,
     )
     assert "digits_rashomon_reliance_max" in m and m["digits_rashomon_models"] >= 3
     assert "digits_rma_init" in m  # the untrained model's mass is measured in the same run and reported
+
+
+def test_without_fashion_mnist_quick_scale_is_not_run_before_training(monkeypatch, tmp_path):
+    from icml24.errors import DataUnavailable
+    from icml24.red_xai import experiments
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained before reading every arm's data")
+
+    monkeypatch.setenv("ICML24_DATA", str(tmp_path))
+    monkeypatch.setattr(experiments, "fit", no_training)
+    with pytest.raises(DataUnavailable, match="Fashion-MNIST"):
+        paper.SHORTCUT.measure(Scale.QUICK, 0)

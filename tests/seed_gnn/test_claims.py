@@ -36,43 +36,60 @@ def _cora_here() -> bool:
     return True
 
 
+needs_cora = pytest.mark.skipif(not _cora_here(), reason="Cora is not in the data root")
+
+
+def test_claims_share_the_gcn_experiment_and_need_cora():
+    assert paper.ROBUSTNESS.run is paper.NEIGHBOURHOOD.run is paper.GCN
+    assert [e.key for e in paper.METHOD.experiments] == ["seed_gnn/gcn", "seed_gnn/backbones"]
+    assert all(e.needs == ("data:cora",) for e in paper.METHOD.experiments)
+
+
+@pytest.fixture(scope="module")
+def gcn_run():
+    """The GCN experiment's metrics, measured once for the two claims that judge it."""
+    return paper.GCN.measure(Scale.SMOKE, 0)
+
+
 @pytest.mark.slow
-def test_sequential_robustness():
-    # the statement names Cora: without it (a contextual SBM stands in) the claim must not hold
-    on_cora = _cora_here()
+@needs_cora
+def test_sequential_robustness(gcn_run):
     m = check_claim(
         paper.ROBUSTNESS,
         [
-            {"on_cora": 0.0},
+            {"on_cora": 0.0},  # the statement names Cora
             {"seed_sr_last": 0.9},
             {"seed_mean_dd": 50.0},
             {"finetune_mean_dd": 0.0},
             {"egnn_mean_dd": -5.0},
             {"seed_noanchor_mean_dd": -10.0},  # a replay-only editor as robust as SEED-GNN
         ],
-        expect=on_cora,
+        metrics=gcn_run,
     )
     assert m["edits"] == 8 and {"seed_dd@1", "egnn_max_dd", "finetune_ms_per_edit", "on_cora"} <= set(m)
     assert {"seed_nohood_mean_dd", "seed_noanchor_max_dd", "gre_dd@1"} <= set(m)
-    assert m["on_cora"] == float(on_cora)
+    assert m["on_cora"] == 1.0
     # the margin is the claim's, not a looser one: just below it fails
     just_below = {**m, "seed_noanchor_mean_dd": m["seed_mean_dd"] + paper.ABLATION_MARGIN - 0.01}
     assert not paper.ROBUSTNESS.judge(just_below)
 
 
 @pytest.mark.slow
-def test_neighbourhood_anchors_finding():
-    # a finding: judged on the robustness run's metrics (cached), not expected to hold; holds on a constructed win
+@needs_cora
+def test_neighbourhood_anchors_finding(gcn_run):
+    # a finding: judged on the GCN experiment's metrics, not expected to hold; holds on a constructed win
     m = check_claim(
         paper.NEIGHBOURHOOD,
         [{"on_cora": 0.0, "seed_nohood_mean_dd": 99.0}, {"seed_nohood_mean_dd": -1.0}],
         expect=False,
+        metrics=gcn_run,
     )
     win = {**m, "on_cora": 1.0, "seed_nohood_mean_dd": m["seed_mean_dd"] + paper.ABLATION_MARGIN + 0.5}
     assert paper.NEIGHBOURHOOD.judge(win)
 
 
 @pytest.mark.slow
+@needs_cora
 def test_backbones():
     check_claim(
         paper.BACKBONES,
@@ -82,7 +99,6 @@ def test_backbones():
             {"gin_seed_mean_dd": 99.0},
             {"sage_finetune_mean_dd": -10.0},
         ],
-        expect=_cora_here(),
     )
 
 
@@ -94,28 +110,28 @@ def _no_training(*args, **kwargs):
     raise _Trained
 
 
+@pytest.mark.parametrize("scale", list(Scale))
 @pytest.mark.parametrize("claim", [paper.ROBUSTNESS, paper.BACKBONES])
-def test_paper_scale_without_cora_raises_before_training(claim, monkeypatch, tmp_path):
+def test_without_cora_the_runs_raise_before_training(claim, scale, monkeypatch, tmp_path):
+    # no synthetic graph stands in at any scale: the claims name Cora (verify records them as not run)
     monkeypatch.setenv("ICML24_DATA", str(tmp_path))
     monkeypatch.setattr(experiments, "pretrained", _no_training)
     with recording_substitutions() as notes, pytest.raises(DataUnavailable) as err:
-        claim.measure(Scale.PAPER, 0)
+        claim.measure(scale, 0)
     message = str(err.value)
     assert "ind.cora.x" in message and str(tmp_path) in message
     assert notes == []
 
 
-@pytest.mark.parametrize("scale", [Scale.SMOKE, Scale.QUICK])
-def test_below_paper_scale_without_cora_names_the_stand_in(scale, monkeypatch, tmp_path):
+def test_a_users_auto_graph_still_names_the_stand_in(monkeypatch, tmp_path):
     monkeypatch.setenv("ICML24_DATA", str(tmp_path))
-    monkeypatch.setattr(experiments, "pretrained", _no_training)
-    with recording_substitutions() as notes, pytest.raises(_Trained):
-        experiments.run_gcn(scale, 0)
-    assert notes == [experiments.CORA_STAND_IN]
+    with recording_substitutions() as notes:
+        data = experiments.load_graph("auto", csbm_nodes=200)
+    assert data.name == "csbm" and notes == [experiments.CORA_STAND_IN]
     assert "contextual SBM" in experiments.CORA_STAND_IN and "Cora" in experiments.CORA_STAND_IN
 
 
-def test_statements_name_the_stand_in():
+def test_statements_name_cora():
     for claim in paper.METHOD.claims:
-        assert "Cora" in claim.statement and "contextual SBM" in claim.statement
+        assert "Cora" in claim.statement and "contextual SBM" not in claim.statement
         assert 0 < len(claim.paper) <= 90

@@ -92,3 +92,8 @@ def test_paper_scale_says_what_it_lacks():
         experiments.run_networks(Scale.PAPER, 0)
     with pytest.raises(DataUnavailable, match="full MNIST"):
         experiments._mnist_loader(Scale.PAPER, 1000)
+    # declared beforehand, so that `icml24 verify --scale paper` says so before any work
+    for claim in (paper.MEMORIZATION, paper.NETWORKS):
+        (need,) = claim.experiment.requirements(Scale.PAPER)
+        assert need.startswith("never:") and "full MNIST" in need
+        assert claim.experiment.requirements(Scale.QUICK) == ()

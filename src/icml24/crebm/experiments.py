@@ -1,6 +1,7 @@
 """The claim experiments of CREBM, on the retrosynthesis world of :mod:`icml24.data.retro_world`.
 
-One pipeline per (scale, seed), shared by the claims: make the world; train Neuralsym on the training
+One pipeline per (scale, seed), the experiment ``crebm/pipeline`` (:func:`run_pipeline`) that every claim judges:
+make the world; train Neuralsym on the training
 targets' single reactions (every alternative tree's steps: a reaction database without route-level
 preferences); plan every target with Retro*-0 (beam 5 on test targets, a wider beam for preference data);
 pre-train the energy by MLE on the ground-truth routes; fine-tune it with Bradley-Terry pairs ranked by the
@@ -10,7 +11,6 @@ base top 5 and score top-k exact starting-set accuracy against the ground truth,
 
 from __future__ import annotations
 
-import functools
 import os
 from dataclasses import dataclass
 
@@ -240,9 +240,8 @@ def _sub_route_cost(mol: str, made: dict, model: Neuralsym, index: dict, probs: 
     return -float(np.log10(max(p, 1e-10))) + sum(_sub_route_cost(r, made, model, index, probs) for r in st.reactants)
 
 
-@functools.lru_cache(maxsize=2)
 def train_all(scale_value: str, seed: int) -> Trained:
-    """Make the world and train everything for a scale and seed (cached; shared by the claims and the CLI).
+    """Make the world and train everything for a scale and seed (the claims' experiment, the CLI, the benchmark).
 
     Parameters
     ----------
@@ -312,15 +311,13 @@ def train_all(scale_value: str, seed: int) -> Trained:
     )
 
 
-@functools.lru_cache(maxsize=2)
-def pipeline(scale_value: str, seed: int) -> dict[str, float]:
-    """Run the whole protocol once for a scale and seed and return every metric the claims read (cached).
+def pipeline_metrics(tr: Trained) -> dict[str, float]:
+    """Rerank the test beams with every trained energy and return every metric the claims read.
 
     Parameters
     ----------
-    scale_value : str
-        ``"smoke"`` or ``"quick"``.
-    seed : int
+    tr : Trained
+        What :func:`train_all` trained.
 
     Returns
     -------
@@ -328,7 +325,6 @@ def pipeline(scale_value: str, seed: int) -> dict[str, float]:
     """
     import time
 
-    tr = train_all(scale_value, seed)
     t0 = time.perf_counter()
     world, test_pools = tr.world, tr.test_pools
     mle, crebm, cost_model, steps_model = tr.mle, tr.crebm, tr.cost_model, tr.steps_model
@@ -382,52 +378,27 @@ def pipeline(scale_value: str, seed: int) -> dict[str, float]:
     return m
 
 
-def _metrics(scale: Scale, seed: int) -> dict[str, float]:
+def run_pipeline(scale: Scale, seed: int) -> dict[str, float]:
+    """The experiment ``crebm/pipeline``: train everything once and measure every claim's metrics.
+
+    Top-1/3/5 of the base planner, the heuristics, the MLE-only energy, CREBM and the price and step-count
+    energies (overall and by depth, with the top-1 route's price, depth and steps), Retro* and CREBM on its beam,
+    the alpha = 0 check; judged by every claim of :mod:`icml24.crebm.paper`.
+
+    Parameters
+    ----------
+    scale : Scale
+    seed : int
+
+    Returns
+    -------
+    dict of str to float
+
+    Raises
+    ------
+    DataUnavailable
+        At PAPER scale (the route benchmark, stock and templates are not available offline).
+    """
     scale = Scale.parse(scale)
     setup(scale, seed)  # PAPER raises here
-    return dict(pipeline(scale.value, check_seed(seed)))
-
-
-def run_top1(scale: Scale, seed: int) -> dict[str, float]:
-    """Top-1/3/5 of the base planner, the heuristics, the MLE-only energy and CREBM; alpha = 0 check.
-
-    Parameters
-    ----------
-    scale : Scale
-    seed : int
-
-    Returns
-    -------
-    dict of str to float
-    """
-    return _metrics(scale, seed)
-
-
-def run_preferences(scale: Scale, seed: int) -> dict[str, float]:
-    """The same run, read for the MLE-only vs preference-tuned comparison.
-
-    Parameters
-    ----------
-    scale : Scale
-    seed : int
-
-    Returns
-    -------
-    dict of str to float
-    """
-    return _metrics(scale, seed)
-
-
-def run_criteria(scale: Scale, seed: int) -> dict[str, float]:
-    """The same run, read for the price and step-count criteria.
-
-    Parameters
-    ----------
-    scale : Scale
-    seed : int
-
-    Returns
-    -------
-    dict of str to float
-    """
-    return _metrics(scale, seed)
+    return pipeline_metrics(train_all(scale.value, check_seed(seed)))

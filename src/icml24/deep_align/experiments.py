@@ -5,7 +5,7 @@ different seeds (:func:`icml24.data.zoo.mlp_zoo`), split into train / val / test
 the train networks with the official label-free objective and selected on the val networks; every claim is
 measured on pairs of held-out test networks, against Weight Matching (and, for quality, Activation Matching and
 Sinkhorn re-basin) run on the same pairs in the same call. The zoo and the trained aligner are built once per
-``(scale, seed)`` and shared by the claims of one process (the first claim's time includes them).
+``(scale, seed)`` by the experiment ``deep_align/zoo`` (:func:`run_zoo`), which every claim judges.
 
 The claims test learning: each is measured against untrained aligners of the same architecture
 (:func:`untrained_aligners`, the best of ``N_UNTRAINED`` initialisations on the very pairs or copies judged) in the
@@ -26,7 +26,6 @@ quick scale takes minutes, beyond the budget of ``icml24 verify``.
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 import time
@@ -159,7 +158,7 @@ SETTINGS = {
 
 @dataclass
 class Setup:
-    """A trained zoo and aligner, shared by the claims of one ``(scale, seed)``.
+    """A trained zoo and aligner, shared by the measurements of one ``(scale, seed)``.
 
     Parameters
     ----------
@@ -178,9 +177,8 @@ class Setup:
     settings: Settings
 
 
-@functools.lru_cache(maxsize=2)
 def setup(scale: Scale, seed: int) -> Setup:
-    """Train the zoo and the aligner of ``(scale, seed)`` on one thread (memoised within the process).
+    """Train the zoo and the aligner of ``(scale, seed)`` on one thread.
 
     Parameters
     ----------
@@ -310,7 +308,7 @@ def _per_copy_accuracy(pred: list[torch.Tensor], truth: list[torch.Tensor]) -> t
     return hits / sum(t.shape[1] for t in truth)
 
 
-def run_exactness(scale: Scale, seed: int) -> dict[str, float]:
+def exactness_metrics(s: Setup, scale: Scale, seed: int) -> dict[str, float]:
     """Permutation recovery on randomly permuted copies of held-out networks, exact and noisy.
 
     Deep-Align trained, the untrained controls (:func:`untrained_aligners`, the best of them reported) and
@@ -318,6 +316,8 @@ def run_exactness(scale: Scale, seed: int) -> dict[str, float]:
 
     Parameters
     ----------
+    s : Setup
+        The zoo and aligner of ``(scale, seed)``.
     scale : Scale
     seed : int
 
@@ -327,9 +327,8 @@ def run_exactness(scale: Scale, seed: int) -> dict[str, float]:
         ``da_perm_acc``, ``wm_perm_acc`` and ``untrained_da_perm_acc`` on exact copies; ``noisy_da_perm_acc``,
         ``noisy_untrained_perm_acc``, ``noisy_wm_perm_acc`` on copies with Gaussian noise of ``NOISE_LEVEL``
         times each tensor's std; ``noisy_da_minus_untrained`` (paired over copies) with its standard error;
-        times per pair.
+        times per copy (``*_ms_per_copy*``) and the number of ``copies``.
     """
-    s = setup(scale, seed)
     st = s.settings
     te = s.zoo.split("test")
     g = torch.Generator().manual_seed(10_000 + seed)
@@ -353,20 +352,21 @@ def run_exactness(scale: Scale, seed: int) -> dict[str, float]:
             out[f"{pre}untrained_{'' if pre else 'da_'}perm_acc"] = float(un.mean())
             out[f"{pre}da_minus_untrained"], out[f"{pre}da_minus_untrained_se"] = mean_se(acc - un)
             if kind == "exact":
-                out["da_ms_per_pair_batched"] = 1e3 * t_da / a.size
-                out["wm_ms_per_pair"] = 1e3 * t_wm / a.size
+                out["da_ms_per_copy_batched"] = 1e3 * t_da / a.size
+                out["wm_ms_per_copy"] = 1e3 * t_wm / a.size
     out["noise_level"] = NOISE_LEVEL
-    out["pairs"] = float(a.size)
+    out["copies"] = float(a.size)
     return out
 
 
 # --------------------------------------------------------------------------------------- quality & init
-@functools.lru_cache(maxsize=2)
-def pair_study(scale: Scale, seed: int) -> dict:
-    """Every method on every pair of held-out networks (memoised; shared by the quality and init claims).
+def pair_study(s: Setup, scale: Scale, seed: int) -> dict:
+    """Every method on every pair of held-out networks (read by the quality and init measurements).
 
     Parameters
     ----------
+    s : Setup
+        The zoo and aligner of ``(scale, seed)``.
     scale : Scale
     seed : int
 
@@ -377,7 +377,6 @@ def pair_study(scale: Scale, seed: int) -> dict:
         Weight Matching's sweeps and objectives with and without Deep-Align's initialisation; times per pair
         (``*_ms``); ``"n"`` pairs, ``"k_sr"`` of them given to Sinkhorn re-basin.
     """
-    s = setup(scale, seed)
     st = s.settings
     A, B = held_out_pairs(s.zoo)
     n = A.size
@@ -459,13 +458,14 @@ def _plot(res: dict) -> None:
     save_figure(fig, "deep_align-interpolation")
 
 
-def run_quality(scale: Scale, seed: int) -> dict[str, float]:
+def quality_metrics(s: Setup, res: dict) -> dict[str, float]:
     """Test-loss barriers on held-out pairs after each method's alignment, with paired differences.
 
     Parameters
     ----------
-    scale : Scale
-    seed : int
+    s : Setup
+    res : dict
+        :func:`pair_study` of the same setup.
 
     Returns
     -------
@@ -474,8 +474,6 @@ def run_quality(scale: Scale, seed: int) -> dict[str, float]:
         untrained control), da, wm, dawm, am and sr; ``none_minus_da``, ``untrained_minus_da`` and ``da_minus_wm``
         with their standard errors; times per pair.
     """
-    s = setup(scale, seed)
-    res = pair_study(scale, seed)
     out = _base_metrics(s)
     for k, (bar, auc) in res["barrier"].items():
         out[f"{k}_barrier"], out[f"{k}_barrier_se"] = mean_se(bar)
@@ -488,17 +486,17 @@ def run_quality(scale: Scale, seed: int) -> dict[str, float]:
     for k in ("da_ms_batched", "da_ms_single", "wm_ms", "dawm_ms", "am_ms", "sr_ms"):
         out[k.replace("_ms", "") + "_ms_per_pair"] = res[k]
     out["pairs"], out["sr_pairs"] = float(res["n"]), float(res["k_sr"])
-    _plot(res)
     return out
 
 
-def run_init(scale: Scale, seed: int) -> dict[str, float]:
+def init_metrics(s: Setup, res: dict) -> dict[str, float]:
     """Weight Matching from Deep-Align's alignment against Weight Matching from the identity, on held-out pairs.
 
     Parameters
     ----------
-    scale : Scale
-    seed : int
+    s : Setup
+    res : dict
+        :func:`pair_study` of the same setup.
 
     Returns
     -------
@@ -506,8 +504,6 @@ def run_init(scale: Scale, seed: int) -> dict[str, float]:
         ``wm_sweeps``, ``dawm_sweeps``, ``sweeps_saved`` (paired, with its standard error), the objectives
         reached (``objective_gain = dawm - wm``, paired) and the barriers of both.
     """
-    s = setup(scale, seed)
-    res = pair_study(scale, seed)
     out = _base_metrics(s)
     out["wm_sweeps"], _ = mean_se(res["wm_sweeps"])
     out["dawm_sweeps"], _ = mean_se(res["dawm_sweeps"])
@@ -524,21 +520,20 @@ def run_init(scale: Scale, seed: int) -> dict[str, float]:
 
 
 # --------------------------------------------------------------------------------------------- symmetries
-def run_symmetries(scale: Scale, seed: int) -> dict[str, float]:
+def symmetry_metrics(s: Setup, seed: int) -> dict[str, float]:
     """The two symmetries of the trained aligner's scores (paper Prop. 4) on held-out pairs.
 
     Parameters
     ----------
-    scale : Scale
+    s : Setup
     seed : int
 
     Returns
     -------
     dict of str to float
         ``equivariance_err``: max ``|S(g a, h b) - G S(a, b) H^T|``; ``swap_err``: max ``|S(b, a) - S(a, b)^T|``;
-        ``tolerance``; the fractions of alignments that transform as predicted.
+        ``tolerance``; the fractions of alignments that transform as predicted; ``symmetry_pairs`` checked.
     """
-    s = setup(scale, seed)
     A, B = held_out_pairs(s.zoo)
     n = min(A.size, 16)
     A, B = A[torch.arange(n)], B[torch.arange(n)]
@@ -564,8 +559,49 @@ def run_symmetries(scale: Scale, seed: int) -> dict[str, float]:
         "score_abs_max": max(float(x.abs().max()) for x in S),
         "equivariant_alignment_frac": permutation_accuracy(p_gh, pred_gh),
         "swap_alignment_frac": permutation_accuracy(p_swap, invert(p)),
-        "pairs": float(n),
+        "symmetry_pairs": float(n),
     }
+
+
+def zoo_metrics(s: Setup, scale: Scale, seed: int) -> dict[str, float]:
+    """Every claim's metrics on one trained zoo and aligner: exactness, the pair study (quality, init), symmetries.
+
+    Parameters
+    ----------
+    s : Setup
+        The zoo and aligner of ``(scale, seed)``.
+    scale : Scale
+    seed : int
+
+    Returns
+    -------
+    dict of str to float
+        The union of :func:`exactness_metrics`, :func:`quality_metrics`, :func:`init_metrics` and
+        :func:`symmetry_metrics` (the metrics they share, the setup's and the pair count, are equal).
+    """
+    out = exactness_metrics(s, scale, seed)
+    res = pair_study(s, scale, seed)
+    out.update(quality_metrics(s, res))
+    _plot(res)
+    out.update(init_metrics(s, res))
+    out.update(symmetry_metrics(s, seed))
+    return out
+
+
+def run_zoo(scale: Scale, seed: int) -> dict[str, float]:
+    """The experiment ``deep_align/zoo``: train the zoo and the aligner once, measure every claim on them.
+
+    Parameters
+    ----------
+    scale : Scale
+    seed : int
+
+    Returns
+    -------
+    dict of str to float
+        :func:`zoo_metrics` of :func:`setup`.
+    """
+    return zoo_metrics(setup(scale, seed), scale, seed)
 
 
 __all__ = [
@@ -581,10 +617,12 @@ __all__ = [
     "stack_perms",
     "pair_study",
     "untrained_aligners",
-    "run_exactness",
-    "run_quality",
-    "run_init",
-    "run_symmetries",
+    "exactness_metrics",
+    "quality_metrics",
+    "init_metrics",
+    "symmetry_metrics",
+    "zoo_metrics",
+    "run_zoo",
 ]
 
 

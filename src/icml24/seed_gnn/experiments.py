@@ -6,9 +6,11 @@ the targets are misclassified *validation* nodes of that plain GNN, 50 of them, 
 permutation, each to be corrected to its true label; drawdown is measured against the plain GNN's test
 accuracy before the MLP warm-up; the success rate after edit i is over all targets so far.
 
-The claims speak of Cora. Below paper scale, when the data root lacks Cora, a contextual SBM graph stands in
-and the substitution is announced (:func:`icml24.runs.note_substitution`); at paper scale a missing Cora
-raises :class:`~icml24.errors.DataUnavailable`.
+The claims speak of Cora, so their runs (:func:`run_gcn`, :func:`run_backbones`) read Cora at every scale and
+raise :class:`~icml24.errors.DataUnavailable` without it (their experiments declare ``data:cora``: ``verify``
+then does not run them). A user's run (:func:`load_graph` and :func:`sequence_metrics` with ``"auto"``, the
+``seed-gnn edit`` verb) may still stand a contextual SBM graph in for a missing Cora below paper scale,
+announced with :func:`icml24.runs.note_substitution`.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from ..claims import Scale
 from ..data import csbm, data_root, planetoid
 from ..errors import DataUnavailable, InputError
 from ..nn.gnn import PretrainResult, build_backbone, pretrain_inductive
-from ..runs import note_substitution, recording_substitutions, save_figure
+from ..runs import note_substitution, save_figure
 from ..threads import single_thread
 from ..validation import check_bool, check_choice, check_int, check_seed, check_tensor
 from .baselines import EGNNEditor, FineTuneEditor, GREEditor
@@ -511,9 +513,9 @@ def plot_sequences(model: str, logs: dict[str, list[EditRecord]]) -> None:
 
 
 def run_gcn(scale: Scale, seed: int) -> dict[str, float]:
-    """The sequential-robustness claim's run: :func:`sequence_metrics` on a GCN, with the two anchor
-    ablations (:data:`ABLATION_KEYS`) beside the peers. The neighbourhood-anchors claim judges the same run:
-    it is computed once per ``(scale, seed)`` in a process.
+    """The experiment ``seed_gnn/gcn``, judged by the claims sequential-robustness and neighbourhood-anchors:
+    :func:`sequence_metrics` on a GCN on Cora, with the two anchor ablations (:data:`ABLATION_KEYS`) beside
+    the peers.
 
     Parameters
     ----------
@@ -523,34 +525,20 @@ def run_gcn(scale: Scale, seed: int) -> dict[str, float]:
     Returns
     -------
     dict of str to float
+
+    Raises
+    ------
+    DataUnavailable
+        When Cora is not under the data root (at every scale: the claims name it).
     """
-    key = (scale, seed, str(data_root()))
-    if key in _GCN_RUNS:
-        metrics, notes = _GCN_RUNS[key]
-        for note in notes:  # a cached run still names what stood in, to every claim that reads it
-            note_substitution(note)
-        return dict(metrics)
-    notes: list[str] = []
-    try:
-        with recording_substitutions() as notes:
-            metrics = sequence_metrics("gcn", scale, seed, kinds=REPORTED_KEYS + ABLATION_KEYS)
-    finally:
-        for note in notes:
-            note_substitution(note)
-    if len(_GCN_RUNS) >= 4:
-        _GCN_RUNS.pop(next(iter(_GCN_RUNS)))
-    _GCN_RUNS[key] = (metrics, tuple(notes))
-    return dict(metrics)
-
-
-#: The robustness run per (scale, seed, data root), with its substitution notes: two claims judge it.
-_GCN_RUNS: dict[tuple, tuple[dict[str, float], tuple[str, ...]]] = {}
+    return sequence_metrics("gcn", scale, seed, data_name="cora", kinds=REPORTED_KEYS + ABLATION_KEYS)
 
 
 def run_backbones(scale: Scale, seed: int) -> dict[str, float]:
-    """The backbones claim's run: :func:`sequence_metrics` on GraphSAGE and GIN, prefixed ``sage_``/``gin_``
-    (GRE, reported and not judged, runs at PAPER scale only: below it, on these backbones, it is a quarter
-    of the run and the claim does not read it; the GCN run of :func:`run_gcn` measures it at every scale).
+    """The backbones claim's run: :func:`sequence_metrics` on GraphSAGE and GIN on Cora, prefixed
+    ``sage_``/``gin_`` (GRE, reported and not judged, runs at PAPER scale only: below it, on these backbones, it
+    is a quarter of the run and the claim does not read it; the GCN run of :func:`run_gcn` measures it at every
+    scale).
 
     Parameters
     ----------
@@ -560,11 +548,16 @@ def run_backbones(scale: Scale, seed: int) -> dict[str, float]:
     Returns
     -------
     dict of str to float
+
+    Raises
+    ------
+    DataUnavailable
+        When Cora is not under the data root (at every scale: the claim names it).
     """
     out: dict[str, float] = {}
     kinds = REPORTED_KEYS if scale is Scale.PAPER else EDITOR_KEYS  # GRE, reported only, at PAPER scale
     for model in ("sage", "gin"):
-        for k, v in sequence_metrics(model, scale, seed, kinds=kinds).items():
+        for k, v in sequence_metrics(model, scale, seed, data_name="cora", kinds=kinds).items():
             out[f"{model}_{k}"] = v
     return out
 

