@@ -1,9 +1,18 @@
 import subprocess
 import sys
 
+import pytest
+
 from icml24 import registry
+from icml24.claims import Scale
 from icml24.graph_transformer import paper
 from icml24.testing import check_claim
+
+
+@pytest.fixture(scope="module")
+def attention_metrics():
+    """The attention experiment at SMOKE scale, measured once for the three claims that judge it."""
+    return paper.ATTENTION.measure(Scale.SMOKE, 0)
 
 
 def test_describe_is_light():
@@ -39,7 +48,15 @@ def test_sample_complexity_claim():
     assert m["nope_err_max_labels"] > 0.1 and m["uniform_err_max_labels"] > 0.1
 
 
-def test_attention_claims():
+def test_attention_experiment_is_shared():
+    assert [e.key for e in paper.METHOD.experiments] == [
+        "graph_transformer/sample-complexity",
+        "graph_transformer/attention",
+    ]
+    assert paper.PE_CORE.experiment is paper.SPARSE.experiment is paper.MASS_TO_ONE.experiment is paper.ATTENTION
+
+
+def test_attention_claims(attention_metrics):
     m = check_claim(
         paper.PE_CORE,
         [
@@ -47,6 +64,7 @@ def test_attention_claims():
             {"b_gap_z1": 0.1},  # b barely prefers the core hop
             {"pe_err_max": 0.5},  # PE does not help
         ],
+        metrics=attention_metrics,
     )
     check_claim(
         paper.SPARSE,
@@ -55,7 +73,8 @@ def test_attention_claims():
             {"mass_over_nope_min": 1.0},  # no more concentrated than without PE
             {"entropy_drop_min": 0.0},  # attention does not sparsify
         ],
+        metrics=attention_metrics,
     )
     # the finding: a mass near 1 would contradict it
-    check_claim(paper.MASS_TO_ONE, [{"core_mass_end_min": 0.1}], expect=False)
+    check_claim(paper.MASS_TO_ONE, [{"core_mass_end_min": 0.1}], expect=False, metrics=attention_metrics)
     assert paper.MASS_TO_ONE.judge({**m, "core_mass_end_min": 0.9}) is True

@@ -83,9 +83,12 @@ def as_matrix(name: str, value, dtype: torch.dtype | None = None) -> torch.Tenso
         target = torch.float64
     if target not in (torch.float32, torch.float64):
         raise InputError(f"{name} must be float32 or float64, got {target}", "pass dtype=torch.float64")
-    source_finite = not value.is_floating_point() or bool(torch.isfinite(value).all())
+    # a cast can overflow (float64 to float32): then finite entries become infinite; without a cast the one check
+    # of check_tensor (NaN or infinite entries) is the whole story
+    cast = not (value.is_floating_point() and value.dtype == target)
+    source_finite = not value.is_floating_point() or not cast or bool(torch.isfinite(value).all())
     value = value.detach().to(device="cpu", dtype=target).clone().contiguous()
-    if source_finite and not bool(torch.isfinite(value).all()):
+    if cast and source_finite and not bool(torch.isfinite(value).all()):
         raise InputError(f"{name} has entries beyond the range of {target}", "scale it down or use torch.float64")
     return check_tensor(value, name, ndim=2)
 

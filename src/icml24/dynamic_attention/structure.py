@@ -214,15 +214,15 @@ class DynamicAttention(AttentionMaintainer):
         rho = self._u * (2.0 * self.d * kmax * qn + sh.abs() + (2.0 * math.sqrt(p) + 4.0))
         return rho.clamp(max=1.0)
 
-    def _exact_rows(self, rows: torch.Tensor | slice) -> None:
-        """Recompute ``M``, ``s``, ``H``, the shifts and the error bounds of ``rows`` from the current K and V."""
-        kmax = float(self.K.abs().max())
-        Vabs = self.V.abs()
+    def _exact_rows(self, rows: torch.Tensor | slice, kv: tuple[float, torch.Tensor] | None = None) -> None:
+        """Recompute ``M``, ``s``, ``H``, the shifts and the error bounds of ``rows`` from the current K and V;
+        ``kv`` is ``(max |K|, [V, |V|])`` when the caller has them (row blocks share them)."""
+        kmax, VV = kv if kv is not None else self._kv()
         q = self.Q[rows]
         logits = q @ self.K.T
         sh = logits.max(dim=1).values
         a = torch.exp(logits - sh[:, None])
-        MH = a @ torch.cat([self.V, Vabs], dim=1)
+        MH = a @ VV
         s = a.sum(dim=1)
         rho = self._rho(self._qnorm[rows], sh, kmax, self.n)
         self.M[rows], self.H[rows] = MH[:, : self.dv], MH[:, self.dv :]
@@ -230,11 +230,16 @@ class DynamicAttention(AttentionMaintainer):
         self.EM[rows] = rho[:, None] * MH[:, self.dv :]
         self.ES[rows] = rho * s
 
+    def _kv(self) -> tuple[float, torch.Tensor]:
+        """``max |K|`` and ``[V, |V|]`` side by side: what :meth:`_exact_rows` multiplies with."""
+        return float(self.K.abs().max()), torch.cat([self.V, self.V.abs()], dim=1)
+
     def _init_snapshot(self) -> int:
         """``M``, ``s``, ``H`` and their error bounds from scratch, in row blocks: O(m n (d + 2 d_v))."""
         b = self._block(self.n)
+        kv = self._kv()
         for lo in range(0, self.m, b):
-            self._exact_rows(slice(lo, min(lo + b, self.m)))
+            self._exact_rows(slice(lo, min(lo + b, self.m)), kv)
         return self.m * self.n * (self.d + 2 * self.dv + 1)
 
     def refresh(self) -> None:

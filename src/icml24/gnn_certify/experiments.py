@@ -24,6 +24,7 @@ import torch
 from ..claims import Scale
 from ..runs import artifact_dir, atomic_write_text, save_figure
 from ..threads import single_thread
+from ..validation import check_int
 from .baselines import basic_bounds, brute_force_minimum
 from .bounds import MODES, Bounds, topology_bounds
 from .certify import NOT_ROBUST, ROBUST, SETTINGS, UNKNOWN, build_space, certify, compute_bounds
@@ -238,6 +239,7 @@ def certify_mutag(
     label_shift: int = 1,
     attack_first: bool = False,
     greedy_start: bool = False,
+    repeats: int = 1,
     progress: Callable[[Run], None] | None = None,
 ) -> list[Run]:
     """Certify the paper's MUTAG model on MUTAG graphs with every mode (the official instance generation).
@@ -261,6 +263,8 @@ def certify_mutag(
     attack_first : bool, default False
     greedy_start : bool, default False
         The greedy attack as SCIP's starting solution (False: the paper's setting).
+    repeats : int, default 1
+        Runs of each instance and mode, interleaved; the fastest is kept (see :func:`certify_cases`).
     progress : callable, optional
         Called with each :class:`Run` as it finishes.
 
@@ -284,6 +288,7 @@ def certify_mutag(
         seed=seed,
         attack_first=attack_first,
         greedy_start=greedy_start,
+        repeats=repeats,
         progress=progress,
     )
 
@@ -301,9 +306,16 @@ def certify_cases(
     seed: int = 0,
     attack_first: bool = False,
     greedy_start: bool = False,
+    repeats: int = 1,
     progress: Callable[[Run], None] | None = None,
 ) -> list[Run]:
     """Certify ``model`` on each ``(instance id, graph, target class)`` with every mode (SCIP's CPU clock).
+
+    With ``repeats > 1`` each case is certified with every mode in turn, ``repeats`` times (basic, sbt, abt,
+    basic, sbt, abt, ...: a burst of load falls on every mode alike), and the run with the least CPU time of each
+    mode is kept: the time a loaded machine cannot lower (contention only ever adds time). The solver is seeded,
+    so the repeats follow the same search; only a time limit reached in some repeats and not in others can
+    change a verdict, and the kept run is then the one that decided.
 
     Parameters
     ----------
@@ -320,53 +332,94 @@ def certify_cases(
     attack_first : bool, default False
     greedy_start : bool, default False
         The greedy attack as SCIP's starting solution (False: the paper's setting).
+    repeats : int, default 1
+        Runs of each case and mode, interleaved across the modes; the one with the least CPU time is kept.
     progress : callable, optional
-        Called with each :class:`Run` as it finishes.
+        Called with each kept :class:`Run` as soon as it is settled (after its mode's last repeat).
 
     Returns
     -------
     list of Run
         One per case and mode, in that order.
     """
+    repeats = check_int(repeats, "repeats", min_val=1)
     runs: list[Run] = []
     for i, data, target in cases:
-        for mode in modes:
-            rep = certify(
-                model,
-                data,
-                budget=budget,
-                global_budget=global_budget,
-                strength=strength,
-                target=target,
-                bounds=mode,
-                time_limit=time_limit,
-                seed=seed,
-                clock="cpu",
-                settings=settings,
-                attack_first=attack_first,
-                greedy_start=greedy_start,
-            )
-            c = rep.certificates[0]
-            runs.append(
-                Run(
-                    instance=i,
-                    nodes_in_graph=int(data.num_nodes),
-                    mode=mode,
-                    verdict=c.verdict,
-                    seconds=c.seconds,
-                    build_seconds=c.build_seconds,
-                    nodes=c.nodes,
-                    dual=c.margin_lower,
-                    primal=c.margin_upper,
-                    budget=c.global_budget,
-                    flips=len(c.flips),
-                    local_cuts=c.local_cuts,
-                    global_cuts=c.global_cuts,
+        best: dict[str, Run] = {}
+        for r in range(repeats):
+            for mode in modes:
+                run = _certify_once(
+                    model,
+                    i,
+                    data,
+                    target,
+                    mode,
+                    strength=strength,
+                    time_limit=time_limit,
+                    budget=budget,
+                    global_budget=global_budget,
+                    settings=settings,
+                    seed=seed,
+                    attack_first=attack_first,
+                    greedy_start=greedy_start,
                 )
-            )
-            if progress is not None:
-                progress(runs[-1])
+                if mode not in best or run.seconds < best[mode].seconds:
+                    best[mode] = run
+                if r == repeats - 1:  # this mode's last repeat: its run is settled
+                    runs.append(best[mode])
+                    if progress is not None:
+                        progress(runs[-1])
     return runs
+
+
+def _certify_once(
+    model,
+    i: int,
+    data,
+    target: int,
+    mode: str,
+    *,
+    strength: int,
+    time_limit: float,
+    budget: float | None,
+    global_budget: int | None,
+    settings: str,
+    seed: int,
+    attack_first: bool,
+    greedy_start: bool,
+) -> Run:
+    """One certification of one case with one bound mode, as a :class:`Run`."""
+    rep = certify(
+        model,
+        data,
+        budget=budget,
+        global_budget=global_budget,
+        strength=strength,
+        target=target,
+        bounds=mode,
+        time_limit=time_limit,
+        seed=seed,
+        clock="cpu",
+        settings=settings,
+        attack_first=attack_first,
+        greedy_start=greedy_start,
+    )
+    c = rep.certificates[0]
+    return Run(
+        instance=i,
+        nodes_in_graph=int(data.num_nodes),
+        mode=mode,
+        verdict=c.verdict,
+        seconds=c.seconds,
+        build_seconds=c.build_seconds,
+        nodes=c.nodes,
+        dual=c.margin_lower,
+        primal=c.margin_upper,
+        budget=c.global_budget,
+        flips=len(c.flips),
+        local_cuts=c.local_cuts,
+        global_cuts=c.global_cuts,
+    )
 
 
 def robust_subgraphs(
@@ -878,7 +931,8 @@ def run_speed(scale: Scale, seed: int) -> dict[str, float]:
     Returns
     -------
     dict of str to float
-        :func:`speed_summary` of both arms (the robust arm's metrics prefixed ``rob_``) and the setting.
+        :func:`speed_summary` of both arms (the robust arm's metrics prefixed ``rob_``) and the setting. Each
+        instance runs with every mode in turn, twice, and the times are each mode's faster run.
     """
     # quick: the MUTAG graphs among 0-19 with at most 12 nodes (4, 8, 16); smoke: graph 16 (11 nodes)
     graphs = scale.pick([16], [4, 8, 16], list(range(20)))
@@ -889,12 +943,24 @@ def run_speed(scale: Scale, seed: int) -> dict[str, float]:
     # the robust arm: MUTAG subgraphs (first k nodes of graphs 0-19) that brute force proves robust at Delta = 1,
     # where the dual bound, i.e. the bounds, must do the work (quick: k = 8; paper: the whole graphs)
     k = scale.pick(8, 8, 10**6)  # mutag_subgraph keeps the whole graph when k exceeds its size
+    # every instance is certified with each mode in turn, `repeats` times, and each mode's fastest run is kept:
+    # a loaded machine only ever adds CPU time (cache and memory contention), so the minima are what it cannot flip
+    repeats = 2
     with single_thread():
-        runs = certify_mutag(graphs, modes, budget=budget, strength=strength, time_limit=limit, seed=seed)
+        runs = certify_mutag(
+            graphs, modes, budget=budget, strength=strength, time_limit=limit, seed=seed, repeats=repeats
+        )
         # smoke: graph 7 alone (its 8-node subgraph is robust; brute force still decides it)
         robust = robust_subgraphs(scale.pick([7], range(20), range(20)), k, global_budget=1, strength=strength)
         rob_runs = certify_cases(
-            mutag_model()[0], robust, modes, global_budget=1, strength=strength, time_limit=limit, seed=seed
+            mutag_model()[0],
+            robust,
+            modes,
+            global_budget=1,
+            strength=strength,
+            time_limit=limit,
+            seed=seed,
+            repeats=repeats,
         )
     out = speed_summary(runs, modes)
     out.update({f"rob_{key}": v for key, v in speed_summary(rob_runs, modes).items()})
@@ -903,6 +969,7 @@ def run_speed(scale: Scale, seed: int) -> dict[str, float]:
             "budget_fraction": budget,
             "strength": float(strength),
             "time_limit": limit,
+            "repeats": float(repeats),
             "rob_subgraph_nodes": float(k if k < 10**6 else 0),
         }
     )  # 0: whole graphs

@@ -8,7 +8,6 @@ call on the same labelled nodes.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import torch
@@ -203,8 +202,8 @@ def _plot_errors(curves: dict[float, dict[str, dict[int, float]]], seed: int) ->
 
 
 def run_attention(scale: Scale, seed: int) -> dict[str, float]:
-    """Attention and PE over training for GT+PE (and GT without PE, same labelled nodes) for each core distance.
-    Cached per (scale, seed): the three attention claims judge the same run.
+    """Attention and PE over training for GT+PE (and GT without PE, same labelled nodes) for each core distance:
+    the experiment that the three attention claims judge (``paper.ATTENTION``).
 
     Parameters
     ----------
@@ -218,11 +217,7 @@ def run_attention(scale: Scale, seed: int) -> dict[str, float]:
         ``core_mass_end_z<z>``, ``entropy_start_z<z>``, ``entropy_end_z<z>``, ``nope_core_mass_end_z<z>``,
         ``pe_err_z<z>``, ``nope_err_z<z>``; and the worst case over z of each (``*_min`` / ``*_max``).
     """
-    return dict(_attention(scale, check_seed(seed)))
-
-
-@functools.lru_cache(maxsize=4)
-def _attention(scale: Scale, seed: int) -> dict[str, float]:
+    seed = check_seed(seed)
     cfg = SETTINGS[scale]
     m: dict[str, float] = {}
     hists = {}
