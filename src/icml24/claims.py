@@ -367,10 +367,7 @@ class Claim:
         -------
         dict of str to float
         """
-        from .validation import check_seed
-
-        scale = Scale.parse(scale)
-        return validate_metrics(self, self.runner()(scale, check_seed(seed)))
+        return validate_metrics(self, self.experiment.measure(scale, seed))
 
     def matches(self, holds: bool, seeds: int = 1) -> bool:
         """Whether a verdict is the declared one (holds for a claim, fails for a finding).

@@ -305,13 +305,9 @@ def test_cli_list_table_and_json(fake, capsys):
     assert any(line.startswith("good ") and " yes " in line for line in lines)
 
 
-def test_core_cli_runs_data_when_wired(fake, capsys):
+def test_core_cli_runs_data(fake, capsys):
     from icml24 import cli
 
-    try:
-        cli._parser().parse_args(["data", "list"])
-    except InputError:
-        pytest.skip("'data' is not wired into icml24.cli yet")
     assert cli.main(["data", "fetch", "good", "--root", str(fake)]) == 0
     assert cli.main(["data", "fetch", "corrupt", "--root", str(fake)]) == 2
     err = capsys.readouterr().err.strip().splitlines()

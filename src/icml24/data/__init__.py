@@ -1,7 +1,8 @@
 """Datasets: loaders of real data from the data root, and synthetic generators with known ground truth.
 
 The data root is ``$ICML24_DATA``, else ``~/.cache/icml24``; it may be read-only. Missing files raise
-:class:`~icml24.errors.DataUnavailable` naming them and the folder; nothing is ever downloaded.
+:class:`~icml24.errors.DataUnavailable` naming them, the folder and the ``icml24 data fetch NAME`` that gets them;
+loaders never download (:mod:`icml24.data.fetch` does, when asked).
 
 Names are imported on first use, so that ``import icml24.data`` needs neither PyG nor transformers; the graph
 loaders need the ``graphs`` extra and say so in one line when it is missing.
