@@ -29,7 +29,7 @@ from icml24.seed_gnn import (
     select_targets,
     summarize,
 )
-from icml24.seed_gnn.experiments import train_rest_split
+from icml24.seed_gnn.workflow import train_rest_split
 from icml24.testing import assert_refuses, bad, coverage_gaps
 
 torch.set_num_threads(1)

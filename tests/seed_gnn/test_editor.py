@@ -8,7 +8,7 @@ from icml24.data import csbm
 from icml24.errors import InputError
 from icml24.nn import build_backbone, pretrain_inductive
 from icml24.seed_gnn import EGNNEditor, FineTuneEditor, SeedGNNEditor, select_targets, summarize
-from icml24.seed_gnn.experiments import train_rest_split
+from icml24.seed_gnn.workflow import train_rest_split
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from icml24.errors import InputError
 from icml24.nn import build_backbone, pretrain_inductive
 from icml24.seed_gnn import EGNNEditor, FineTuneEditor, GREEditor, SeedGNNEditor, select_targets
 from icml24.seed_gnn.editor import mlp_shape
-from icml24.seed_gnn.experiments import train_rest_split
+from icml24.seed_gnn.workflow import train_rest_split
 
 
 @pytest.fixture(scope="module")

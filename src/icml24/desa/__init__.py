@@ -7,22 +7,50 @@ supervised-contrastive regulariser that pulls local features towards the anchors
 exchange. The engine runs one OS process per client over ``torch.distributed`` (gloo) or all in-process.
 """
 
-from .anchors import DSA_STRATEGY, AnchorSet, diff_augment, dm_loss, global_anchors, synthesize_anchors
-from .baselines import anchors_only_training, gossip_fedavg, local_training
-from .engine import (
-    ClientFailed,
-    DesaConfig,
-    DesaResult,
-    accuracy_matrix,
-    domain_summary,
-    make_topology,
-    run_desa,
-    sample_clients,
-)
-from .fashion import SHIFTS, fashion_domains
-from .losses import kd_loss, supcon_loss
-from .models import AlexNet, ConvNet, check_model
+from typing import TYPE_CHECKING
 
+from ..lazy import lazy_package
+
+# Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
+_EXPORTS = {
+    ".anchors": (
+        "DSA_STRATEGY",
+        "AnchorSet",
+        "diff_augment",
+        "dm_loss",
+        "synthesize_anchors",
+        "global_anchors",
+    ),
+    ".models": (
+        "ConvNet",
+        "AlexNet",
+        "check_model",
+    ),
+    ".losses": (
+        "kd_loss",
+        "supcon_loss",
+    ),
+    ".engine": (
+        "DesaConfig",
+        "DesaResult",
+        "ClientFailed",
+        "make_topology",
+        "sample_clients",
+        "run_desa",
+        "accuracy_matrix",
+        "domain_summary",
+    ),
+    ".baselines": (
+        "local_training",
+        "anchors_only_training",
+        "gossip_fedavg",
+    ),
+    ".fashion": (
+        "SHIFTS",
+        "fashion_domains",
+    ),
+}
+__getattr__, __dir__ = lazy_package(__name__, _EXPORTS)
 __all__ = [
     "DSA_STRATEGY",
     "AnchorSet",
@@ -49,3 +77,20 @@ __all__ = [
     "SHIFTS",
     "fashion_domains",
 ]
+
+if TYPE_CHECKING:  # the same names, for readers, IDEs and type checkers
+    from .anchors import DSA_STRATEGY, AnchorSet, diff_augment, dm_loss, global_anchors, synthesize_anchors
+    from .baselines import anchors_only_training, gossip_fedavg, local_training
+    from .engine import (
+        ClientFailed,
+        DesaConfig,
+        DesaResult,
+        accuracy_matrix,
+        domain_summary,
+        make_topology,
+        run_desa,
+        sample_clients,
+    )
+    from .fashion import SHIFTS, fashion_domains
+    from .losses import kd_loss, supcon_loss
+    from .models import AlexNet, ConvNet, check_model

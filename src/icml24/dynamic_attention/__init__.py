@@ -7,11 +7,30 @@ the peers (naive per-query recomputation, eager maintenance, the O(n^2)-memory l
 recomputation), with the same API.
 """
 
-from .baselines import DenseLazyAttention, EagerAttention, FullRecompute, NaiveAttention
-from .maintainer import AttentionMaintainer, WorkCounters, attention
-from .multihead import MultiHeadDynamicAttention
-from .structure import DynamicAttention, rebuild_period
+from typing import TYPE_CHECKING
 
+from ..lazy import lazy_package
+
+# Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
+_EXPORTS = {
+    ".structure": (
+        "DynamicAttention",
+        "rebuild_period",
+    ),
+    ".multihead": ("MultiHeadDynamicAttention",),
+    ".baselines": (
+        "NaiveAttention",
+        "EagerAttention",
+        "DenseLazyAttention",
+        "FullRecompute",
+    ),
+    ".maintainer": (
+        "attention",
+        "WorkCounters",
+        "AttentionMaintainer",
+    ),
+}
+__getattr__, __dir__ = lazy_package(__name__, _EXPORTS)
 __all__ = [
     "DynamicAttention",
     "MultiHeadDynamicAttention",
@@ -24,3 +43,9 @@ __all__ = [
     "AttentionMaintainer",
     "rebuild_period",
 ]
+
+if TYPE_CHECKING:  # the same names, for readers, IDEs and type checkers
+    from .baselines import DenseLazyAttention, EagerAttention, FullRecompute, NaiveAttention
+    from .maintainer import AttentionMaintainer, WorkCounters, attention
+    from .multihead import MultiHeadDynamicAttention
+    from .structure import DynamicAttention, rebuild_period

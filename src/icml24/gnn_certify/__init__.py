@@ -39,26 +39,64 @@ Deviations from the official code (each is also noted where it is implemented):
 - ``attack_first=True`` adds a greedy attack before the MIP, skipping SCIP when it succeeds (off by default).
 """
 
+from typing import TYPE_CHECKING
+
 from ..extras import require
+from ..lazy import lazy_package
 
-require("torch_geometric", "pyscipopt", extra="graphs", what="gnn_certify")
+require(
+    "torch_geometric", "pyscipopt", extra="graphs", what="gnn_certify"
+)  # cheap (find_spec): a missing extra is one line at import
 
-from .baselines import basic_bounds, brute_force_minimum, margins
-from .bounds import MODES, Bounds, topology_bounds
-from .certify import NOT_ROBUST, ROBUST, UNKNOWN, Certificate, Report, build_space, certify, compute_bounds
-from .dataset import DatasetReport, certify_dataset
-from .io import GraphInstance, load_model_json, mutag_instance, mutag_model, network_from_json, read_instance
-from .network import (
-    SAGEGraphClassifier,
-    SageNetwork,
-    SAGENodeClassifier,
-    module_from_network,
-    network_from_module,
-    network_to_json,
-    run_model,
-)
-from .space import AttackSpace, official_graph_budgets
-
+# Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
+_EXPORTS = {
+    ".certify": (
+        "certify",
+        "Certificate",
+        "Report",
+        "ROBUST",
+        "NOT_ROBUST",
+        "UNKNOWN",
+        "build_space",
+        "compute_bounds",
+    ),
+    ".dataset": (
+        "certify_dataset",
+        "DatasetReport",
+    ),
+    ".bounds": (
+        "topology_bounds",
+        "Bounds",
+        "MODES",
+    ),
+    ".baselines": (
+        "basic_bounds",
+        "brute_force_minimum",
+        "margins",
+    ),
+    ".space": (
+        "AttackSpace",
+        "official_graph_budgets",
+    ),
+    ".network": (
+        "SAGEGraphClassifier",
+        "SAGENodeClassifier",
+        "SageNetwork",
+        "network_from_module",
+        "module_from_network",
+        "network_to_json",
+        "run_model",
+    ),
+    ".io": (
+        "GraphInstance",
+        "load_model_json",
+        "read_instance",
+        "mutag_model",
+        "mutag_instance",
+        "network_from_json",
+    ),
+}
+__getattr__, __dir__ = lazy_package(__name__, _EXPORTS)
 __all__ = [
     "certify",
     "certify_dataset",
@@ -92,3 +130,20 @@ __all__ = [
     "mutag_instance",
     "network_from_json",
 ]
+
+if TYPE_CHECKING:  # the same names, for readers, IDEs and type checkers
+    from .baselines import basic_bounds, brute_force_minimum, margins
+    from .bounds import MODES, Bounds, topology_bounds
+    from .certify import NOT_ROBUST, ROBUST, UNKNOWN, Certificate, Report, build_space, certify, compute_bounds
+    from .dataset import DatasetReport, certify_dataset
+    from .io import GraphInstance, load_model_json, mutag_instance, mutag_model, network_from_json, read_instance
+    from .network import (
+        SAGEGraphClassifier,
+        SageNetwork,
+        SAGENodeClassifier,
+        module_from_network,
+        network_from_module,
+        network_to_json,
+        run_model,
+    )
+    from .space import AttackSpace, official_graph_budgets

@@ -1,4 +1,6 @@
-"""Argument checks shared by the gnn_certify modules: tensors or arrays to numpy, networks, spaces, modes."""
+"""Argument checks shared by the gnn_certify modules: tensors or arrays to numpy, class indices, modes (a network's
+and a space's checks live beside their types: :func:`~icml24.gnn_certify.network.check_network`,
+:func:`~icml24.gnn_certify.space.check_space`)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..errors import InputError
-from ..validation import check_array
+from ..validation import check_array, check_int
 
 
 def as_array(value: Any, name: str, **kwargs) -> np.ndarray:
@@ -33,51 +35,6 @@ def as_array(value: Any, name: str, **kwargs) -> np.ndarray:
     return check_array(value, name, **kwargs)
 
 
-def check_network(net: Any, name: str = "net"):
-    """Refuse anything but a :class:`~icml24.gnn_certify.network.SageNetwork`.
-
-    Parameters
-    ----------
-    net : object
-    name : str
-
-    Returns
-    -------
-    SageNetwork
-    """
-    from .network import SageNetwork
-
-    if not isinstance(net, SageNetwork):
-        hint = "read a PyG model with network_from_module, or a JSON model with network_from_json"
-        raise InputError(f"{name} must be a SageNetwork, got {type(net).__name__}", hint)
-    return net
-
-
-def check_space(space: Any, net=None, name: str = "space"):
-    """Refuse anything but an :class:`~icml24.gnn_certify.space.AttackSpace` (matching ``net``'s features).
-
-    Parameters
-    ----------
-    space : object
-    net : SageNetwork, optional
-    name : str
-
-    Returns
-    -------
-    AttackSpace
-    """
-    from .space import AttackSpace
-
-    if not isinstance(space, AttackSpace):
-        raise InputError(f"{name} must be an AttackSpace, got {type(space).__name__}", "build it with build_space")
-    if net is not None and space.x_lb.shape[1] != net.in_features:
-        raise InputError(
-            f"{name} has {space.x_lb.shape[1]} features but the network takes {net.in_features}",
-            "build the space from this network's data",
-        )
-    return space
-
-
 def check_class(value: Any, name: str, num_classes: int) -> int:
     """A class index in ``[0, num_classes)``.
 
@@ -91,8 +48,6 @@ def check_class(value: Any, name: str, num_classes: int) -> int:
     -------
     int
     """
-    from ..validation import check_int
-
     return check_int(value, name, min_val=0, max_val=num_classes - 1)
 
 

@@ -20,10 +20,10 @@ import numpy as np
 
 from ..errors import InputError
 from ..validation import check_bool, check_int
-from ._checks import as_array, check_class, check_network, check_space
+from ._checks import as_array, check_class
 from .bounds import Bounds, affine_lo_hi, propagate_head
-from .network import SageNetwork
-from .space import AttackSpace
+from .network import SageNetwork, check_network
+from .space import AttackSpace, check_space
 
 
 def basic_bounds(net: SageNetwork, space: AttackSpace, input_based: bool = False) -> Bounds:

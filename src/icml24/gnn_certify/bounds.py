@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError
-from ._checks import as_array, check_network, check_space
-from .network import GRAPH, SageNetwork
-from .space import AttackSpace
+from ._checks import as_array
+from .network import GRAPH, SageNetwork, check_network
+from .space import AttackSpace, check_space
 
 MODES = ("basic", "sbt", "abt")
 

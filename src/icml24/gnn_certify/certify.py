@@ -19,12 +19,12 @@ import torch
 
 from ..errors import InputError
 from ..validation import check_bool, check_choice, check_float, check_int, check_seed
-from ._checks import as_array, check_network, check_space, kept_modes
+from ._checks import as_array, kept_modes
 from .baselines import basic_bounds
 from .bounds import MODES, Bounds, topology_bounds
 from .mip import CertificationMIP, SolveResult
-from .network import GRAPH, NODE, SageNetwork, module_from_network, network_from_module, run_model
-from .space import AttackSpace, official_graph_budgets
+from .network import GRAPH, NODE, SageNetwork, check_network, module_from_network, network_from_module, run_model
+from .space import AttackSpace, check_space, official_graph_budgets
 
 ROBUST, NOT_ROBUST, UNKNOWN = "robust", "not_robust", "unknown"
 MARGIN_TOL = 1e-6

@@ -30,7 +30,7 @@ under edge flips.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -38,7 +38,7 @@ from torch import Tensor, nn
 
 from ..errors import InputError
 from ..validation import check_bool, check_choice, check_int, check_probability, check_seed
-from ._checks import as_array, check_network, kept_modes
+from ._checks import as_array, kept_modes
 
 GRAPH, NODE = "graph", "node"
 
@@ -828,6 +828,24 @@ class _GenericGraphModel(_GenericNodeModel):
             x = lin(x)
             x = x.relu() if r else x
         return x
+
+
+def check_network(net: Any, name: str = "net"):
+    """Refuse anything but a :class:`~icml24.gnn_certify.network.SageNetwork`.
+
+    Parameters
+    ----------
+    net : object
+    name : str
+
+    Returns
+    -------
+    SageNetwork
+    """
+    if not isinstance(net, SageNetwork):
+        hint = "read a PyG model with network_from_module, or a JSON model with network_from_json"
+        raise InputError(f"{name} must be a SageNetwork, got {type(net).__name__}", hint)
+    return net
 
 
 __all__ = [

@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -285,6 +285,29 @@ def official_graph_budgets(
     max_deg = int(deg.max()) if deg.size else 0
     local = np.maximum(0, deg - max_deg + int(strength))
     return int(global_budget), local
+
+
+def check_space(space: Any, net=None, name: str = "space"):
+    """Refuse anything but an :class:`~icml24.gnn_certify.space.AttackSpace` (matching ``net``'s features).
+
+    Parameters
+    ----------
+    space : object
+    net : SageNetwork, optional
+    name : str
+
+    Returns
+    -------
+    AttackSpace
+    """
+    if not isinstance(space, AttackSpace):
+        raise InputError(f"{name} must be an AttackSpace, got {type(space).__name__}", "build it with build_space")
+    if net is not None and space.x_lb.shape[1] != net.in_features:
+        raise InputError(
+            f"{name} has {space.x_lb.shape[1]} features but the network takes {net.in_features}",
+            "build the space from this network's data",
+        )
+    return space
 
 
 __all__ = ["AttackSpace", "official_graph_budgets"]

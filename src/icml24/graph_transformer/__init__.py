@@ -5,10 +5,25 @@ two-layer perceptron with a fixed output vector, hinge loss and mini-batch SGD; 
 ablations, the paper's data model, the attention instruments, and PyG's GCN / GraphSAGE / GPS as peers.
 """
 
-from ._data import pattern_graph
-from .baselines import fit_gnn
-from .shallow import History, HopContext, ShallowGT, attention_stats, fit_hinge, hop_context, sample_context
+from typing import TYPE_CHECKING
 
+from ..lazy import lazy_package
+
+# Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
+_EXPORTS = {
+    ".shallow": (
+        "ShallowGT",
+        "fit_hinge",
+        "attention_stats",
+        "hop_context",
+        "sample_context",
+        "HopContext",
+        "History",
+    ),
+    "._data": ("pattern_graph",),
+    ".baselines": ("fit_gnn",),
+}
+__getattr__, __dir__ = lazy_package(__name__, _EXPORTS)
 __all__ = [
     "ShallowGT",
     "fit_hinge",
@@ -20,3 +35,8 @@ __all__ = [
     "pattern_graph",
     "fit_gnn",
 ]
+
+if TYPE_CHECKING:  # the same names, for readers, IDEs and type checkers
+    from ._data import pattern_graph
+    from .baselines import fit_gnn
+    from .shallow import History, HopContext, ShallowGT, attention_stats, fit_hinge, hop_context, sample_context

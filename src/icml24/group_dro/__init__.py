@@ -17,7 +17,7 @@ too small in practice. To compare methods at their best steps to a target gap, a
 Baselines (same problems, same IFO accounting) are in :mod:`icml24.group_dro.baselines`; exact references in
 :mod:`icml24.group_dro.reference`; the synthetic problem of the claims is :func:`synthetic_problem` (its data
 generator is :func:`icml24.data.groups.synthetic_groups`); the claims' experiments, step tuning and estimator
-moments are in :mod:`icml24.group_dro.experiments`.
+moments are in :mod:`icml24.group_dro.experiments`, the tuning in :mod:`icml24.group_dro.tuning`.
 
 For minibatch training of a torch model, :class:`GroupDROLoss` (online group DRO, Sagawa et al. 2020, as a loss
 object) and :class:`VRGroupDROLoss` (its q-step on ALEG's variance-reduced group risks) are in
@@ -27,13 +27,22 @@ object) and :class:`VRGroupDROLoss` (its q-step on ALEG's variance-reduced group
     loss = robust(F.cross_entropy(model(x), y, reduction="none"), g)   # updates robust.q
 """
 
-from .aleg import aleg, alem, pilot_gamma
-from .baselines import mirror_prox, one_level_vr, online_group_dro, smd, smd_mero
-from .experiments import Tuned, tune
-from .mirror import Result
-from .problem import LOSSES, Ball, Box, GroupProblem, synthetic_problem
-from .reference import duality_gap, group_optima, min_weighted_risk, minimax_reference
+from typing import TYPE_CHECKING
 
+from ..lazy import lazy_package
+
+# Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light, and the
+# torch losses (minibatch group DRO for any nn.Module) cost torch only when asked for.
+_EXPORTS = {
+    ".aleg": ("aleg", "alem", "pilot_gamma"),
+    ".baselines": ("mirror_prox", "one_level_vr", "online_group_dro", "smd", "smd_mero"),
+    ".tuning": ("Tuned", "tune"),
+    ".mirror": ("Result",),
+    ".problem": ("LOSSES", "Ball", "Box", "GroupProblem", "synthetic_problem"),
+    ".reference": ("duality_gap", "group_optima", "min_weighted_risk", "minimax_reference"),
+    ".loss": ("GroupDROLoss", "VRGroupDROLoss"),
+}
+__getattr__, __dir__ = lazy_package(__name__, _EXPORTS)
 __all__ = [
     "GroupProblem",
     "Ball",
@@ -59,16 +68,11 @@ __all__ = [
     "VRGroupDROLoss",
 ]
 
-# The torch losses (minibatch group DRO for any nn.Module) are imported on first use: the rest of the package
-# needs only numpy.
-_TORCH = {"GroupDROLoss": "loss", "VRGroupDROLoss": "loss"}
-
-
-def __getattr__(name: str):
-    if name in _TORCH:
-        import importlib
-
-        value = getattr(importlib.import_module(f".{_TORCH[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+if TYPE_CHECKING:  # the same names, for readers, IDEs and type checkers
+    from .aleg import aleg, alem, pilot_gamma
+    from .baselines import mirror_prox, one_level_vr, online_group_dro, smd, smd_mero
+    from .loss import GroupDROLoss, VRGroupDROLoss
+    from .mirror import Result
+    from .problem import LOSSES, Ball, Box, GroupProblem, synthetic_problem
+    from .reference import duality_gap, group_optima, min_weighted_risk, minimax_reference
+    from .tuning import Tuned, tune

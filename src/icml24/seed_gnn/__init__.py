@@ -1,20 +1,37 @@
 """SEED-GNN sequential GNN editing (Zhong et al., ICML 2024), with EGNN, fine-tuning and GRE as peers."""
 
+from typing import TYPE_CHECKING
+
 from ..extras import require
+from ..lazy import lazy_package
 
-require("torch_geometric", extra="graphs", what="seed_gnn")
+require("torch_geometric", extra="graphs", what="seed_gnn")  # cheap (find_spec): a missing extra is one line at import
 
-from .baselines import EGNNEditor, FineTuneEditor, GREEditor, rewire  # noqa: E402
-from .editor import EditRecord, GnnMlpEditor, SeedGNNEditor, SequentialEditor, summarize  # noqa: E402
-from .experiments import (  # noqa: E402
-    load_graph,
-    make_editor,
-    per_class_split,
-    pretrained,
-    run_editors,
-    select_targets,
-)
-
+# Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
+_EXPORTS = {
+    ".editor": (
+        "SeedGNNEditor",
+        "GnnMlpEditor",
+        "SequentialEditor",
+        "EditRecord",
+        "summarize",
+    ),
+    ".baselines": (
+        "EGNNEditor",
+        "FineTuneEditor",
+        "GREEditor",
+        "rewire",
+    ),
+    ".workflow": (
+        "load_graph",
+        "per_class_split",
+        "pretrained",
+        "select_targets",
+        "make_editor",
+        "run_editors",
+    ),
+}
+__getattr__, __dir__ = lazy_package(__name__, _EXPORTS)
 __all__ = [
     "SeedGNNEditor",
     "EGNNEditor",
@@ -32,3 +49,8 @@ __all__ = [
     "make_editor",
     "run_editors",
 ]
+
+if TYPE_CHECKING:  # the same names, for readers, IDEs and type checkers
+    from .baselines import EGNNEditor, FineTuneEditor, GREEditor, rewire
+    from .editor import EditRecord, GnnMlpEditor, SeedGNNEditor, SequentialEditor, summarize
+    from .workflow import load_graph, make_editor, per_class_split, pretrained, run_editors, select_targets

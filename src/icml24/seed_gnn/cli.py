@@ -81,7 +81,7 @@ def edit_command(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     from .editor import summarize
-    from .experiments import load_graph, make_editor, pretrained, select_targets
+    from .workflow import load_graph, make_editor, pretrained, select_targets
 
     config = {
         "command": "seed-gnn edit",

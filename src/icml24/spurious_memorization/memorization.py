@@ -19,7 +19,6 @@ term). Through the kernel ``K = Phi Phi^T`` every term is exact and costs one ``
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -471,18 +470,3 @@ def predicted_gamma(
         left = c * energy / (energy + (n_train - 1) * c)  # the constant component the others do not span
         ratio = (spanned + left) / (energy + left)
     return ratio * (alpha if features == "ntk" else 1.0)
-
-
-def binomial_se(p: float, n: int) -> float:
-    """Standard error ``sqrt(p (1 - p) / n)`` of an accuracy measured on ``n`` samples.
-
-    Parameters
-    ----------
-    p : float
-    n : int
-
-    Returns
-    -------
-    float
-    """
-    return math.sqrt(max(p * (1 - p), 0.0) / max(n, 1))

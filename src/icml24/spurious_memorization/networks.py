@@ -303,20 +303,3 @@ class NetworkInterpolator:
             for start in range(0, len(z), 4096):
                 out.append(self._forward(self._net, torch.from_numpy(z[start : start + 4096]).float()))
         return torch.cat(out).double().numpy()
-
-
-def network_summary(history: dict[str, float]) -> str:
-    """One line on a training run (epochs, train MSE and accuracy).
-
-    Parameters
-    ----------
-    history : dict
-        :attr:`NetworkInterpolator.history`.
-
-    Returns
-    -------
-    str
-    """
-    return (
-        f"{int(history['epochs'])} epochs, train MSE {history['train_mse']:.2e}, train acc {history['train_acc']:.3f}"
-    )

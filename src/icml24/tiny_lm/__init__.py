@@ -7,38 +7,49 @@ settings (:func:`train_on_batches`, DDP under ``torchrun``), and spend a second 
 finds hardest (:func:`resample_batches`). The child is a plain ``transformers.LlamaForCausalLM``.
 """
 
-from .baselines import random_init_like, sheared_masks, width_for_params
-from .inherit import (
-    CRITERIA,
-    LAYER_STRATEGIES,
-    WidthScores,
-    count_parameters,
-    hard_topk_mask,
-    inherit,
-    learn_masks,
-    select_layers,
-    width_scores,
-)
-from .tokenizer import (
-    CompactTokenizer,
-    compact_tokenizer,
-    embedding_share,
-    token_coverage,
-    token_frequencies,
-    tokens_per_byte,
-)
-from .train import (
-    SAMPLING,
-    RoundResult,
-    batch_losses,
-    evaluate,
-    greedy_decode_speed,
-    recipe,
-    resample_batches,
-    sampling_probabilities,
-    train_on_batches,
-)
+from typing import TYPE_CHECKING
 
+from ..lazy import lazy_package
+
+# Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
+_EXPORTS = {
+    ".inherit": (
+        "CRITERIA",
+        "LAYER_STRATEGIES",
+        "WidthScores",
+        "count_parameters",
+        "hard_topk_mask",
+        "inherit",
+        "learn_masks",
+        "select_layers",
+        "width_scores",
+    ),
+    ".train": (
+        "SAMPLING",
+        "RoundResult",
+        "batch_losses",
+        "evaluate",
+        "greedy_decode_speed",
+        "recipe",
+        "resample_batches",
+        "sampling_probabilities",
+        "train_on_batches",
+    ),
+    ".tokenizer": (
+        "CompactTokenizer",
+        "compact_tokenizer",
+        "embedding_share",
+        "token_coverage",
+        "token_frequencies",
+        "tokens_per_byte",
+    ),
+    ".baselines": (
+        "random_init_like",
+        "sheared_masks",
+        "width_for_params",
+    ),
+}
+__getattr__, __dir__ = lazy_package(__name__, _EXPORTS)
 __all__ = [
     "CRITERIA",
     "LAYER_STRATEGIES",
@@ -68,3 +79,36 @@ __all__ = [
     "width_for_params",
     "width_scores",
 ]
+
+if TYPE_CHECKING:  # the same names, for readers, IDEs and type checkers
+    from .baselines import random_init_like, sheared_masks, width_for_params
+    from .inherit import (
+        CRITERIA,
+        LAYER_STRATEGIES,
+        WidthScores,
+        count_parameters,
+        hard_topk_mask,
+        inherit,
+        learn_masks,
+        select_layers,
+        width_scores,
+    )
+    from .tokenizer import (
+        CompactTokenizer,
+        compact_tokenizer,
+        embedding_share,
+        token_coverage,
+        token_frequencies,
+        tokens_per_byte,
+    )
+    from .train import (
+        SAMPLING,
+        RoundResult,
+        batch_losses,
+        evaluate,
+        greedy_decode_speed,
+        recipe,
+        resample_batches,
+        sampling_probabilities,
+        train_on_batches,
+    )
