@@ -30,12 +30,14 @@ _EXPORTS = {
         "kd_loss",
         "supcon_loss",
     ),
-    ".engine": (
+    ".config": (
         "DesaConfig",
         "DesaResult",
         "ClientFailed",
         "make_topology",
         "sample_clients",
+    ),
+    ".engine": (
         "run_desa",
         "accuracy_matrix",
         "domain_summary",
@@ -81,16 +83,8 @@ __all__ = [
 if TYPE_CHECKING:  # the same names, for readers, IDEs and type checkers
     from .anchors import DSA_STRATEGY, AnchorSet, diff_augment, dm_loss, global_anchors, synthesize_anchors
     from .baselines import anchors_only_training, gossip_fedavg, local_training
-    from .engine import (
-        ClientFailed,
-        DesaConfig,
-        DesaResult,
-        accuracy_matrix,
-        domain_summary,
-        make_topology,
-        run_desa,
-        sample_clients,
-    )
+    from .config import ClientFailed, DesaConfig, DesaResult, make_topology, sample_clients
+    from .engine import accuracy_matrix, domain_summary, run_desa
     from .fashion import SHIFTS, fashion_domains
     from .losses import kd_loss, supcon_loss
     from .models import AlexNet, ConvNet, check_model

@@ -26,16 +26,10 @@ import torch.nn.functional as F
 from ..errors import InputError
 from ..validation import check_choice, check_float, check_int, check_tensor
 from .anchors import AnchorSet
-from .engine import (
-    DesaConfig,
-    check_inputs,
-    make_topology,
-    report_failure,
-    sample_clients,
-    save_result,
-    spawn_clients,
-)
+from .client import check_inputs
+from .config import DesaConfig, make_topology, sample_clients
 from .optim import SGD
+from .transport import report_failure, save_result, spawn_clients
 
 __all__ = ["GossipResult", "ce_epoch", "local_training", "anchors_only_training", "gossip_fedavg"]
 
