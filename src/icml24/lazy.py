@@ -27,8 +27,8 @@ class _LazyPackage(ModuleType):
 
 def lazy_package(
     package: str, exports: Mapping[str, Sequence[str]], *, require: Callable[[], None] | None = None
-) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
-    """The ``__getattr__`` and ``__dir__`` of a package whose names are imported on first use.
+) -> tuple[Callable[[str], object], Callable[[], list[str]], list[str]]:
+    """The ``__getattr__``, ``__dir__`` and ``__all__`` of a package whose names are imported on first use.
 
     Parameters
     ----------
@@ -42,8 +42,9 @@ def lazy_package(
 
     Returns
     -------
-    (callable, callable)
-        ``__getattr__(name)`` and ``__dir__()`` for the package's module.
+    (callable, callable, list of str)
+        ``__getattr__(name)`` and ``__dir__()`` for the package's module, and its ``__all__`` (every exported
+        name, in the order of ``exports``): the table is the one list of the package's public names.
     """
     where = {name: module for module, names in exports.items() for name in names}
     module_object = sys.modules[package]
@@ -66,7 +67,7 @@ def lazy_package(
     def __dir__() -> list[str]:
         return sorted(set(namespace) | set(where))
 
-    return __getattr__, __dir__
+    return __getattr__, __dir__, list(where)
 
 
 __all__ = ["lazy_package"]

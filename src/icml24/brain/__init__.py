@@ -6,8 +6,6 @@ self-normalised baseline), on any Hugging Face causal LM; DPO is its special cas
 targets). The un-normalised peers DPG and GDC++, the DPO loss and best-of-n distillation share the API.
 """
 
-from typing import TYPE_CHECKING
-
 from ..lazy import lazy_package
 
 # Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
@@ -34,41 +32,4 @@ _EXPORTS = {
         "best_of_n_loss",
     ),
 }
-__getattr__, __dir__ = lazy_package(__name__, _EXPORTS)
-__all__ = [
-    "ESTIMATORS",
-    "TARGETS",
-    "BrainConfig",
-    "BrainResult",
-    "brain_loss",
-    "brain_dpo_loss",
-    "estimator_loss",
-    "estimator_weights",
-    "target_weights",
-    "policy_weights",
-    "effective_sample_size",
-    "sample_responses",
-    "train_brain",
-    "dpg_weights",
-    "gdcpp_weights",
-    "dpo_loss",
-    "best_of_n_loss",
-]
-
-if TYPE_CHECKING:  # the same names, for readers, IDEs and type checkers
-    from .baselines import best_of_n_loss, dpg_weights, dpo_loss, gdcpp_weights
-    from .brain import (
-        ESTIMATORS,
-        TARGETS,
-        BrainConfig,
-        BrainResult,
-        brain_dpo_loss,
-        brain_loss,
-        effective_sample_size,
-        estimator_loss,
-        estimator_weights,
-        policy_weights,
-        sample_responses,
-        target_weights,
-        train_brain,
-    )
+__getattr__, __dir__, __all__ = lazy_package(__name__, _EXPORTS)

@@ -8,8 +8,6 @@ through PEFT, reference = the adapter disabled), per-feedback adapters and their
 causal LM; the peers (in-context, SCD, SCD + negatives, DPO) share the API.
 """
 
-from typing import TYPE_CHECKING
-
 from ..lazy import lazy_package
 
 # Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
@@ -46,53 +44,4 @@ _EXPORTS = {
         "train_scd_negatives",
     ),
 }
-__getattr__, __dir__ = lazy_package(__name__, _EXPORTS)
-__all__ = [
-    "Feedback",
-    "FeedbackData",
-    "build_feedback_data",
-    "word_feedback",
-    "C3POConfig",
-    "COMPOSE_MODES",
-    "ComposedFeedback",
-    "FeedbackResult",
-    "add_lora",
-    "anchor_loss",
-    "c3po_loss",
-    "dpo_loss",
-    "completion_only_labels",
-    "train_feedback",
-    "train_c3po",
-    "generate",
-    "feedback_rates",
-    "sequence_kl",
-    "save_adapter",
-    "compose_adapters",
-    "in_context_prompt",
-    "in_context_cot_prompts",
-    "train_dpo",
-    "train_scd",
-    "train_scd_negatives",
-]
-
-if TYPE_CHECKING:  # the same names, for readers, IDEs and type checkers
-    from .baselines import in_context_cot_prompts, in_context_prompt, train_dpo, train_scd, train_scd_negatives
-    from .c3po import (
-        COMPOSE_MODES,
-        C3POConfig,
-        ComposedFeedback,
-        FeedbackResult,
-        add_lora,
-        anchor_loss,
-        c3po_loss,
-        completion_only_labels,
-        compose_adapters,
-        dpo_loss,
-        feedback_rates,
-        generate,
-        save_adapter,
-        sequence_kl,
-        train_c3po,
-        train_feedback,
-    )
-    from .feedback import Feedback, FeedbackData, build_feedback_data, word_feedback
+__getattr__, __dir__, __all__ = lazy_package(__name__, _EXPORTS)

@@ -19,8 +19,6 @@ Public API
 ``weight_matching``, ``activation_matching``, ``sinkhorn_rebasin``  the baselines (``baselines.py``)
 """
 
-from typing import TYPE_CHECKING
-
 from ..lazy import lazy_package
 
 # Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
@@ -60,44 +58,4 @@ _EXPORTS = {
     ),
     ".paths": ("interpolation",),
 }
-__getattr__, __dir__ = lazy_package(__name__, _EXPORTS)
-__all__ = [
-    "DeepAlign",
-    "permute",
-    "merge",
-    "interpolation",
-    "train_zoo",
-    "Zoo",
-    "CNNSpec",
-    "train_cnn_zoo",
-    "weight_matching",
-    "activation_matching",
-    "sinkhorn_rebasin",
-    "wm_objective",
-    "MatchResult",
-    "EncoderConfig",
-    "TrainConfig",
-    "History",
-    "DeepAlignNet",
-    "WeightBatch",
-    "from_sequential",
-    "from_state_dict",
-    "to_sequential",
-    "as_batch",
-]
-
-if TYPE_CHECKING:  # the same names, for readers, IDEs and type checkers
-    from .align import DeepAlign, as_batch, merge, permute
-    from .baselines import MatchResult, activation_matching, sinkhorn_rebasin, weight_matching, wm_objective
-    from .cnn import CNNSpec, train_cnn_zoo
-    from .encoder import DeepAlignNet, EncoderConfig
-    from .paths import interpolation
-    from .training import History, TrainConfig
-    from .weights import (
-        WeightBatch,
-        Zoo,
-        from_sequential,
-        from_state_dict,
-        to_sequential,
-        train_zoo,
-    )
+__getattr__, __dir__, __all__ = lazy_package(__name__, _EXPORTS)

@@ -7,8 +7,6 @@ supervised-contrastive regulariser that pulls local features towards the anchors
 exchange. The engine runs one OS process per client over ``torch.distributed`` (gloo) or all in-process.
 """
 
-from typing import TYPE_CHECKING
-
 from ..lazy import lazy_package
 
 # Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
@@ -52,39 +50,4 @@ _EXPORTS = {
         "fashion_domains",
     ),
 }
-__getattr__, __dir__ = lazy_package(__name__, _EXPORTS)
-__all__ = [
-    "DSA_STRATEGY",
-    "AnchorSet",
-    "ConvNet",
-    "AlexNet",
-    "check_model",
-    "diff_augment",
-    "dm_loss",
-    "synthesize_anchors",
-    "global_anchors",
-    "kd_loss",
-    "supcon_loss",
-    "DesaConfig",
-    "DesaResult",
-    "ClientFailed",
-    "make_topology",
-    "sample_clients",
-    "run_desa",
-    "accuracy_matrix",
-    "domain_summary",
-    "local_training",
-    "anchors_only_training",
-    "gossip_fedavg",
-    "SHIFTS",
-    "fashion_domains",
-]
-
-if TYPE_CHECKING:  # the same names, for readers, IDEs and type checkers
-    from .anchors import DSA_STRATEGY, AnchorSet, diff_augment, dm_loss, global_anchors, synthesize_anchors
-    from .baselines import anchors_only_training, gossip_fedavg, local_training
-    from .config import ClientFailed, DesaConfig, DesaResult, make_topology, sample_clients
-    from .engine import accuracy_matrix, domain_summary, run_desa
-    from .fashion import SHIFTS, fashion_domains
-    from .losses import kd_loss, supcon_loss
-    from .models import AlexNet, ConvNet, check_model
+__getattr__, __dir__, __all__ = lazy_package(__name__, _EXPORTS)

@@ -7,8 +7,6 @@ the peers (naive per-query recomputation, eager maintenance, the O(n^2)-memory l
 recomputation), with the same API.
 """
 
-from typing import TYPE_CHECKING
-
 from ..lazy import lazy_package
 
 # Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
@@ -30,22 +28,4 @@ _EXPORTS = {
         "AttentionMaintainer",
     ),
 }
-__getattr__, __dir__ = lazy_package(__name__, _EXPORTS)
-__all__ = [
-    "DynamicAttention",
-    "MultiHeadDynamicAttention",
-    "NaiveAttention",
-    "EagerAttention",
-    "DenseLazyAttention",
-    "FullRecompute",
-    "attention",
-    "WorkCounters",
-    "AttentionMaintainer",
-    "rebuild_period",
-]
-
-if TYPE_CHECKING:  # the same names, for readers, IDEs and type checkers
-    from .baselines import DenseLazyAttention, EagerAttention, FullRecompute, NaiveAttention
-    from .maintainer import AttentionMaintainer, WorkCounters, attention
-    from .multihead import MultiHeadDynamicAttention
-    from .structure import DynamicAttention, rebuild_period
+__getattr__, __dir__, __all__ = lazy_package(__name__, _EXPORTS)

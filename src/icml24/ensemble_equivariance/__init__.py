@@ -7,8 +7,6 @@ trainer and the OSP and equivariance-error metrics; ``baselines`` test-time orbi
 CNN and the member-by-member training loop.
 """
 
-from typing import TYPE_CHECKING
-
 from ..lazy import lazy_package
 
 # Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
@@ -44,43 +42,4 @@ _EXPORTS = {
         "train_members_loop",
     ),
 }
-__getattr__, __dir__ = lazy_package(__name__, _EXPORTS)
-__all__ = [
-    "GROUPS",
-    "MODES",
-    "OUTPUTS",
-    "Group",
-    "group",
-    "augment",
-    "is_orbit_closed",
-    "check_images",
-    "relu_ntk",
-    "NTKEnsembleMean",
-    "NTKMLP",
-    "Ensemble",
-    "train_ensemble",
-    "make_members",
-    "targets",
-    "orbit_outputs",
-    "orbit_same_prediction",
-    "equivariance_error",
-    "ensemble_metrics",
-    "OrbitAveraged",
-    "GroupCNN",
-    "train_members_loop",
-]
-
-if TYPE_CHECKING:  # the same names, for readers, IDEs and type checkers
-    from .baselines import GroupCNN, OrbitAveraged, train_members_loop
-    from .ensemble import (
-        Ensemble,
-        ensemble_metrics,
-        equivariance_error,
-        make_members,
-        orbit_outputs,
-        orbit_same_prediction,
-        targets,
-        train_ensemble,
-    )
-    from .groups import GROUPS, MODES, OUTPUTS, Group, augment, check_images, group, is_orbit_closed
-    from .ntk import NTKMLP, NTKEnsembleMean, relu_ntk
+__getattr__, __dir__, __all__ = lazy_package(__name__, _EXPORTS)

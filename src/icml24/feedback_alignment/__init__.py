@@ -28,8 +28,6 @@ Small CNNs train the same way: ``FeedbackNetwork(make_cnn(1, 28, (8, 16)), rule=
 get feedback kernels of the transposed shape; average/max pooling and Flatten pass errors back exactly).
 """
 
-from typing import TYPE_CHECKING
-
 from ..lazy import lazy_package
 
 # Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
@@ -71,61 +69,4 @@ _EXPORTS = {
         "AlignmentRecorder",
     ),
 }
-__getattr__, __dir__ = lazy_package(__name__, _EXPORTS)
-__all__ = [
-    "FeedbackNetwork",
-    "FeedbackFunction",
-    "FeedbackLinearFunction",
-    "Rule",
-    "RULES",
-    "FA",
-    "BACKPROP",
-    "DFA",
-    "USF",
-    "FRSF",
-    "BRSF",
-    "KOLEN_POLLACK",
-    "WEIGHT_MIRROR",
-    "get_rule",
-    "make_mlp",
-    "make_cnn",
-    "align_init_",
-    "train",
-    "accuracy",
-    "loss_fn",
-    "conserved_quantity",
-    "layer_conserved_quantity",
-    "incoming_norms",
-    "potential",
-    "alignment_angles",
-    "update_alignment",
-    "UpdateAlignment",
-    "AlignmentRecorder",
-]
-
-if TYPE_CHECKING:  # the same names, for readers, IDEs and type checkers
-    from .baselines import BACKPROP, BRSF, DFA, FRSF, KOLEN_POLLACK, USF, WEIGHT_MIRROR
-    from .diagnostics import (
-        AlignmentRecorder,
-        UpdateAlignment,
-        alignment_angles,
-        conserved_quantity,
-        incoming_norms,
-        layer_conserved_quantity,
-        potential,
-        update_alignment,
-    )
-    from .network import (
-        RULES,
-        FeedbackFunction,
-        FeedbackLinearFunction,
-        FeedbackNetwork,
-        accuracy,
-        align_init_,
-        get_rule,
-        loss_fn,
-        make_cnn,
-        make_mlp,
-        train,
-    )
-    from .rules import FA, Rule
+__getattr__, __dir__, __all__ = lazy_package(__name__, _EXPORTS)

@@ -39,8 +39,6 @@ Deviations from the official code (each is also noted where it is implemented):
 - ``attack_first=True`` adds a greedy attack before the MIP, skipping SCIP when it succeeds (off by default).
 """
 
-from typing import TYPE_CHECKING
-
 from ..extras import require
 from ..lazy import lazy_package
 
@@ -96,54 +94,4 @@ _EXPORTS = {
         "network_from_json",
     ),
 }
-__getattr__, __dir__ = lazy_package(__name__, _EXPORTS)
-__all__ = [
-    "certify",
-    "certify_dataset",
-    "DatasetReport",
-    "Certificate",
-    "Report",
-    "ROBUST",
-    "NOT_ROBUST",
-    "UNKNOWN",
-    "build_space",
-    "compute_bounds",
-    "topology_bounds",
-    "basic_bounds",
-    "brute_force_minimum",
-    "margins",
-    "Bounds",
-    "MODES",
-    "AttackSpace",
-    "official_graph_budgets",
-    "SAGEGraphClassifier",
-    "SAGENodeClassifier",
-    "SageNetwork",
-    "network_from_module",
-    "module_from_network",
-    "network_to_json",
-    "run_model",
-    "GraphInstance",
-    "load_model_json",
-    "read_instance",
-    "mutag_model",
-    "mutag_instance",
-    "network_from_json",
-]
-
-if TYPE_CHECKING:  # the same names, for readers, IDEs and type checkers
-    from .baselines import basic_bounds, brute_force_minimum, margins
-    from .bounds import MODES, Bounds, topology_bounds
-    from .certify import NOT_ROBUST, ROBUST, UNKNOWN, Certificate, Report, build_space, certify, compute_bounds
-    from .dataset import DatasetReport, certify_dataset
-    from .io import GraphInstance, load_model_json, mutag_instance, mutag_model, network_from_json, read_instance
-    from .network import (
-        SAGEGraphClassifier,
-        SageNetwork,
-        SAGENodeClassifier,
-        module_from_network,
-        network_from_module,
-        network_to_json,
-        run_model,
-    )
-    from .space import AttackSpace, official_graph_budgets
+__getattr__, __dir__, __all__ = lazy_package(__name__, _EXPORTS)

@@ -5,8 +5,6 @@ two-layer perceptron with a fixed output vector, hinge loss and mini-batch SGD; 
 ablations, the paper's data model, the attention instruments, and PyG's GCN / GraphSAGE / GPS as peers.
 """
 
-from typing import TYPE_CHECKING
-
 from ..lazy import lazy_package
 
 # Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
@@ -23,20 +21,4 @@ _EXPORTS = {
     "._data": ("pattern_graph",),
     ".baselines": ("fit_gnn",),
 }
-__getattr__, __dir__ = lazy_package(__name__, _EXPORTS)
-__all__ = [
-    "ShallowGT",
-    "fit_hinge",
-    "attention_stats",
-    "hop_context",
-    "sample_context",
-    "HopContext",
-    "History",
-    "pattern_graph",
-    "fit_gnn",
-]
-
-if TYPE_CHECKING:  # the same names, for readers, IDEs and type checkers
-    from ._data import pattern_graph
-    from .baselines import fit_gnn
-    from .shallow import History, HopContext, ShallowGT, attention_stats, fit_hinge, hop_context, sample_context
+__getattr__, __dir__, __all__ = lazy_package(__name__, _EXPORTS)

@@ -27,8 +27,6 @@ object) and :class:`VRGroupDROLoss` (its q-step on ALEG's variance-reduced group
     loss = robust(F.cross_entropy(model(x), y, reduction="none"), g)   # updates robust.q
 """
 
-from typing import TYPE_CHECKING
-
 from ..lazy import lazy_package
 
 # Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light, and the
@@ -42,37 +40,4 @@ _EXPORTS = {
     ".reference": ("duality_gap", "group_optima", "min_weighted_risk", "minimax_reference"),
     ".loss": ("GroupDROLoss", "VRGroupDROLoss"),
 }
-__getattr__, __dir__ = lazy_package(__name__, _EXPORTS)
-__all__ = [
-    "GroupProblem",
-    "Ball",
-    "Box",
-    "LOSSES",
-    "Result",
-    "aleg",
-    "alem",
-    "pilot_gamma",
-    "tune",
-    "Tuned",
-    "smd",
-    "one_level_vr",
-    "mirror_prox",
-    "online_group_dro",
-    "smd_mero",
-    "duality_gap",
-    "minimax_reference",
-    "min_weighted_risk",
-    "group_optima",
-    "synthetic_problem",
-    "GroupDROLoss",
-    "VRGroupDROLoss",
-]
-
-if TYPE_CHECKING:  # the same names, for readers, IDEs and type checkers
-    from .aleg import aleg, alem, pilot_gamma
-    from .baselines import mirror_prox, one_level_vr, online_group_dro, smd, smd_mero
-    from .loss import GroupDROLoss, VRGroupDROLoss
-    from .mirror import Result
-    from .problem import LOSSES, Ball, Box, GroupProblem, synthetic_problem
-    from .reference import duality_gap, group_optima, min_weighted_risk, minimax_reference
-    from .tuning import Tuned, tune
+__getattr__, __dir__, __all__ = lazy_package(__name__, _EXPORTS)

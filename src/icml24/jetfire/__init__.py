@@ -33,8 +33,6 @@ matmul; a Jetfire linear layer's forward + backward is 1.5x bf16's and 3.4x FP32
 and a GPT-2 block's training step (2048 tokens, d = 512) about 1.0x bf16 autocast's and 1.8x FP32's.
 """
 
-from typing import TYPE_CHECKING
-
 from ..lazy import lazy_package
 
 # Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
@@ -59,24 +57,4 @@ _EXPORTS = {
         "convert",
     ),
 }
-__getattr__, __dir__ = lazy_package(__name__, _EXPORTS)
-__all__ = [
-    "BLOCK",
-    "SCHEMES",
-    "BlockQuant",
-    "quantize_blocks",
-    "fake_quantize",
-    "relative_error",
-    "block_matmul",
-    "JetfireLinear",
-    "JetfireOp",
-    "convert",
-    "Int8Linear",
-    "convert_baseline",
-    "torchao_int8_mixed_precision",
-]
-
-if TYPE_CHECKING:  # the same names, for readers, IDEs and type checkers
-    from .baselines import SCHEMES, Int8Linear, convert_baseline, torchao_int8_mixed_precision
-    from .layers import JetfireLinear, JetfireOp, convert
-    from .quant import BLOCK, BlockQuant, block_matmul, fake_quantize, quantize_blocks, relative_error
+__getattr__, __dir__, __all__ = lazy_package(__name__, _EXPORTS)

@@ -7,8 +7,6 @@ list of skill strings (skill text embedded by the all-MiniLM-L6-v2 sentence enco
 frame-wise, goal-image, change-point and UVD baselines share the API.
 """
 
-from typing import TYPE_CHECKING
-
 from ..lazy import lazy_package
 
 # Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
@@ -51,65 +49,4 @@ _EXPORTS = {
         "uvd_keyframes",
     ),
 }
-__getattr__, __dir__ = lazy_package(__name__, _EXPORTS)
-__all__ = [
-    "TemporalModule",
-    "KisaConfig",
-    "KisaModel",
-    "fit_kisa",
-    "score_matrix",
-    "contrastive_loss",
-    "history_contrastive_loss",
-    "monotonic_target",
-    "kisa_loss",
-    "decode_keyframes",
-    "decode_peaks",
-    "keyframe_f1",
-    "keyframe_mae",
-    "false_alarm_rate",
-    "number_error",
-    "skill_iou",
-    "topk_accuracy",
-    "FrozenImageEncoder",
-    "HashedTextEncoder",
-    "encode_skills",
-    "read_demos_hdf5",
-    "write_demos_hdf5",
-    "fit_framewise",
-    "framewise_scores",
-    "goal_similarity_keyframes",
-    "changepoint_keyframes",
-    "uvd_keyframes",
-]
-
-if TYPE_CHECKING:  # the same names, for readers, IDEs and type checkers
-    from .baselines import (
-        changepoint_keyframes,
-        fit_framewise,
-        framewise_scores,
-        goal_similarity_keyframes,
-        uvd_keyframes,
-    )
-    from .decoding import (
-        decode_keyframes,
-        decode_peaks,
-        false_alarm_rate,
-        keyframe_f1,
-        keyframe_mae,
-        number_error,
-        skill_iou,
-        topk_accuracy,
-    )
-    from .encoders import FrozenImageEncoder, HashedTextEncoder, encode_skills
-    from .io import read_demos_hdf5, write_demos_hdf5
-    from .kisa import (
-        KisaConfig,
-        KisaModel,
-        TemporalModule,
-        contrastive_loss,
-        fit_kisa,
-        history_contrastive_loss,
-        kisa_loss,
-        monotonic_target,
-        score_matrix,
-    )
+__getattr__, __dir__, __all__ = lazy_package(__name__, _EXPORTS)

@@ -4,8 +4,6 @@ Johansen, ICML 2024, arXiv 2312.07335): the official ``MPD_Proposed`` integrator
 experiments (the toy hierarchical model, probabilistic PCA, a generator network).
 """
 
-from typing import TYPE_CHECKING
-
 from ..lazy import lazy_package
 
 # Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
@@ -34,36 +32,4 @@ _EXPORTS = {
         "ppca_mle",
     ),
 }
-__getattr__, __dir__ = lazy_package(__name__, _EXPORTS)
-__all__ = [
-    "MPD",
-    "PGD",
-    "ABP",
-    "ParticleFit",
-    "FunctionModel",
-    "noise_covariance",
-    "momentum_from_target",
-    "flow_step",
-    "sample_posterior",
-    "toy_em",
-    "ppca_em",
-    "ToyHierarchical",
-    "PPCA",
-    "GeneratorNet",
-    "toy_log_likelihood",
-    "ppca_log_likelihood",
-    "ppca_mle",
-]
-
-if TYPE_CHECKING:  # the same names, for readers, IDEs and type checkers
-    from .baselines import ABP, PGD, ppca_em, toy_em
-    from .models import PPCA, GeneratorNet, ToyHierarchical, ppca_log_likelihood, ppca_mle, toy_log_likelihood
-    from .mpd import (
-        MPD,
-        FunctionModel,
-        ParticleFit,
-        flow_step,
-        momentum_from_target,
-        noise_covariance,
-        sample_posterior,
-    )
+__getattr__, __dir__, __all__ = lazy_package(__name__, _EXPORTS)

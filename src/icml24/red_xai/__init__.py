@@ -7,8 +7,6 @@ concept (:func:`concept_vector`, :func:`tcav`, scikit-learn probes), correct (:f
 ``baselines`` holds accuracy-only validation, random-mask and whole-image RRR, and the clean-retrained oracle.
 """
 
-from typing import TYPE_CHECKING
-
 from ..lazy import lazy_package
 
 # Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
@@ -46,62 +44,4 @@ _EXPORTS = {
         "clean_oracle",
     ),
 }
-__getattr__, __dir__ = lazy_package(__name__, _EXPORTS)
-__all__ = [
-    "METHODS",
-    "SmallNet",
-    "attribute",
-    "SprayResult",
-    "spray",
-    "ConceptVector",
-    "concept_vector",
-    "tcav",
-    "tcav_score",
-    "p_clarc",
-    "fit",
-    "rrr",
-    "rr_clarc",
-    "a_clarc",
-    "predict",
-    "accuracy",
-    "shortcut_reliance",
-    "artifact_flips",
-    "relevance_mass",
-    "randomization_check",
-    "pixel_flipping",
-    "rashomon",
-    "question",
-    "accuracy_only",
-    "random_mask",
-    "random_mask_rrr",
-    "whole_image_rrr",
-    "clean_oracle",
-]
-
-if TYPE_CHECKING:  # the same names, for readers, IDEs and type checkers
-    from .baselines import accuracy_only, clean_oracle, random_mask, random_mask_rrr, whole_image_rrr
-    from .loop import question
-    from .questioning import (
-        METHODS,
-        ConceptVector,
-        SmallNet,
-        SprayResult,
-        a_clarc,
-        accuracy,
-        artifact_flips,
-        attribute,
-        concept_vector,
-        fit,
-        p_clarc,
-        pixel_flipping,
-        predict,
-        randomization_check,
-        rashomon,
-        relevance_mass,
-        rr_clarc,
-        rrr,
-        shortcut_reliance,
-        spray,
-        tcav,
-        tcav_score,
-    )
+__getattr__, __dir__, __all__ = lazy_package(__name__, _EXPORTS)

@@ -1,7 +1,5 @@
 """SEED-GNN sequential GNN editing (Zhong et al., ICML 2024), with EGNN, fine-tuning and GRE as peers."""
 
-from typing import TYPE_CHECKING
-
 from ..extras import require
 from ..lazy import lazy_package
 
@@ -31,26 +29,4 @@ _EXPORTS = {
         "run_editors",
     ),
 }
-__getattr__, __dir__ = lazy_package(__name__, _EXPORTS)
-__all__ = [
-    "SeedGNNEditor",
-    "EGNNEditor",
-    "FineTuneEditor",
-    "GREEditor",
-    "rewire",
-    "GnnMlpEditor",
-    "SequentialEditor",
-    "EditRecord",
-    "summarize",
-    "load_graph",
-    "per_class_split",
-    "pretrained",
-    "select_targets",
-    "make_editor",
-    "run_editors",
-]
-
-if TYPE_CHECKING:  # the same names, for readers, IDEs and type checkers
-    from .baselines import EGNNEditor, FineTuneEditor, GREEditor, rewire
-    from .editor import EditRecord, GnnMlpEditor, SeedGNNEditor, SequentialEditor, summarize
-    from .workflow import load_graph, make_editor, per_class_split, pretrained, run_editors, select_targets
+__getattr__, __dir__, __all__ = lazy_package(__name__, _EXPORTS)

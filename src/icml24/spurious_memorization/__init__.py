@@ -5,8 +5,6 @@ arXiv 2305.12100): min-norm interpolation solved through the kernel, the leave-o
 official FC and small CNN trained with Adam to interpolation, measured with the same accuracies.
 """
 
-from typing import TYPE_CHECKING
-
 from ..lazy import lazy_package
 
 # Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
@@ -48,62 +46,4 @@ _EXPORTS = {
         "NetworkInterpolator",
     ),
 }
-__getattr__, __dir__ = lazy_package(__name__, _EXPORTS)
-__all__ = [
-    "ACTIVATIONS",
-    "FEATURE_MAPS",
-    "REGIMES",
-    "FeatureMap",
-    "RandomFeatures",
-    "NTKFeatures",
-    "feature_map",
-    "activation",
-    "activation_energy",
-    "hermite",
-    "hermite_coefficients",
-    "MinNormInterpolator",
-    "accuracy",
-    "check_mask",
-    "spurious_queries",
-    "spurious_accuracy",
-    "test_accuracy",
-    "loo_errors",
-    "feature_alignment",
-    "predicted_gamma",
-    "KernelRidge",
-    "control_accuracy",
-    "resample_spurious",
-    "feature_alignment_refits",
-    "loo_refits",
-    "FullyConnected",
-    "SmallConvNet",
-    "NetworkInterpolator",
-]
-
-if TYPE_CHECKING:  # the same names, for readers, IDEs and type checkers
-    from .baselines import KernelRidge, control_accuracy, feature_alignment_refits, loo_refits, resample_spurious
-    from .features import (
-        ACTIVATIONS,
-        FEATURE_MAPS,
-        FeatureMap,
-        NTKFeatures,
-        RandomFeatures,
-        activation,
-        activation_energy,
-        feature_map,
-        hermite,
-        hermite_coefficients,
-    )
-    from .memorization import (
-        REGIMES,
-        MinNormInterpolator,
-        accuracy,
-        check_mask,
-        feature_alignment,
-        loo_errors,
-        predicted_gamma,
-        spurious_accuracy,
-        spurious_queries,
-        test_accuracy,
-    )
-    from .networks import FullyConnected, NetworkInterpolator, SmallConvNet
+__getattr__, __dir__, __all__ = lazy_package(__name__, _EXPORTS)

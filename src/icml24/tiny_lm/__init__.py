@@ -7,8 +7,6 @@ settings (:func:`train_on_batches`, DDP under ``torchrun``), and spend a second 
 finds hardest (:func:`resample_batches`). The child is a plain ``transformers.LlamaForCausalLM``.
 """
 
-from typing import TYPE_CHECKING
-
 from ..lazy import lazy_package
 
 # Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
@@ -49,66 +47,4 @@ _EXPORTS = {
         "width_for_params",
     ),
 }
-__getattr__, __dir__ = lazy_package(__name__, _EXPORTS)
-__all__ = [
-    "CRITERIA",
-    "LAYER_STRATEGIES",
-    "SAMPLING",
-    "CompactTokenizer",
-    "RoundResult",
-    "WidthScores",
-    "batch_losses",
-    "compact_tokenizer",
-    "count_parameters",
-    "embedding_share",
-    "evaluate",
-    "greedy_decode_speed",
-    "hard_topk_mask",
-    "inherit",
-    "learn_masks",
-    "random_init_like",
-    "recipe",
-    "resample_batches",
-    "sampling_probabilities",
-    "select_layers",
-    "sheared_masks",
-    "token_coverage",
-    "token_frequencies",
-    "tokens_per_byte",
-    "train_on_batches",
-    "width_for_params",
-    "width_scores",
-]
-
-if TYPE_CHECKING:  # the same names, for readers, IDEs and type checkers
-    from .baselines import random_init_like, sheared_masks, width_for_params
-    from .inherit import (
-        CRITERIA,
-        LAYER_STRATEGIES,
-        WidthScores,
-        count_parameters,
-        hard_topk_mask,
-        inherit,
-        learn_masks,
-        select_layers,
-        width_scores,
-    )
-    from .tokenizer import (
-        CompactTokenizer,
-        compact_tokenizer,
-        embedding_share,
-        token_coverage,
-        token_frequencies,
-        tokens_per_byte,
-    )
-    from .train import (
-        SAMPLING,
-        RoundResult,
-        batch_losses,
-        evaluate,
-        greedy_decode_speed,
-        recipe,
-        resample_batches,
-        sampling_probabilities,
-        train_on_batches,
-    )
+__getattr__, __dir__, __all__ = lazy_package(__name__, _EXPORTS)
