@@ -167,7 +167,7 @@ def test_editor_runs_on_the_models_device(graph):
 
 @pytest.mark.parametrize("name", ["gcn", "sage", "gin"])
 def test_chunked_outputs_equal_the_full_forward(graph, name):
-    from icml24.seed_gnn.editor import chunked_outputs, gnn_outputs, prepare_graph
+    from icml24.seed_gnn.graph_input import chunked_outputs, gnn_outputs, prepare_graph
 
     gnn = build_backbone(name, graph.num_features, 4, seed=0)
     pretrain_inductive(gnn, graph, epochs=5, seed=0)

@@ -10,7 +10,9 @@ _EXPORTS = {
     ".editor": (
         "SeedGNNEditor",
         "GnnMlpEditor",
-        "SequentialEditor",
+    ),
+    ".sequential": ("SequentialEditor",),
+    ".records": (
         "EditRecord",
         "summarize",
     ),

@@ -16,7 +16,9 @@ from torch_geometric.utils import k_hop_subgraph
 
 from ..errors import InputError
 from ..validation import check_bool, check_float, check_int, check_tensor
-from .editor import GnnMlpEditor, SequentialEditor, induced, structure_like
+from .editor import GnnMlpEditor
+from .graph_input import induced, structure_like
+from .sequential import SequentialEditor
 
 
 class EGNNEditor(GnnMlpEditor):
@@ -113,7 +115,7 @@ class FineTuneEditor(SequentialEditor):
     hops : int, optional
         Message-passing layers of the GNN (default ``gnn.num_layers``, else 0: full-graph steps).
     inference_batch : int, optional
-        Evaluate the whole graph this many nodes at a time (:func:`~icml24.seed_gnn.editor.chunked_outputs`).
+        Evaluate the whole graph this many nodes at a time (:func:`~icml24.seed_gnn.graph_input.chunked_outputs`).
     """
 
     name = "finetune"

@@ -80,7 +80,7 @@ def edit_command(args: argparse.Namespace) -> int:
         raise InputError("--edits must be >= 1 and --seed >= 0")
     from tqdm.auto import tqdm
 
-    from .editor import summarize
+    from .records import summarize
     from .workflow import load_graph, make_editor, pretrained, select_targets
 
     config = {

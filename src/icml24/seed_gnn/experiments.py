@@ -15,7 +15,7 @@ from typing import Sequence
 from ..claims import Scale
 from ..runs import save_figure
 from ..threads import single_thread
-from .editor import EditRecord, summarize
+from .records import EditRecord, summarize
 from .workflow import (  # noqa: F401 - the claims' protocol, importable from here as before
     ABLATION_KEYS,
     BACKBONES,

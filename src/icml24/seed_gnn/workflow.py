@@ -26,7 +26,10 @@ from ..nn.gnn import PretrainResult, build_backbone, pretrain_inductive
 from ..runs import note_substitution
 from ..validation import check_bool, check_choice, check_int, check_seed, check_tensor
 from .baselines import EGNNEditor, FineTuneEditor, GREEditor
-from .editor import EditRecord, SeedGNNEditor, SequentialEditor, check_graph, gnn_outputs
+from .editor import SeedGNNEditor
+from .graph_input import check_graph, gnn_outputs
+from .records import EditRecord
+from .sequential import SequentialEditor
 
 log = logging.getLogger(__name__)
 
