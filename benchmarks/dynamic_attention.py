@@ -21,17 +21,10 @@ import numpy as np
 import torch
 
 from icml24.dynamic_attention import DenseLazyAttention, DynamicAttention, EagerAttention, NaiveAttention
-from icml24.dynamic_attention.experiments import (
-    TRADEOFF_FRACTIONS,
-    classical_exponents,
-    loglog_slope,
-    measure_lazy,
-    measure_peer,
-    paper_exponents,
-    random_qkv,
-    revised_memory,
-    tradeoff_mixes,
-)
+from icml24.dynamic_attention.exponents import classical_exponents, loglog_slope, paper_exponents
+from icml24.dynamic_attention.timing import measure_lazy, measure_peer
+from icml24.dynamic_attention.tradeoff import TRADEOFF_FRACTIONS, tradeoff_mixes
+from icml24.dynamic_attention.workloads import random_qkv, revised_memory
 from icml24.runs import artifacts_to, atomic_write_json, environment, save_figure
 
 

@@ -7,7 +7,7 @@ import pytest
 from icml24 import registry
 from icml24.claims import Scale
 from icml24.dynamic_attention import paper
-from icml24.dynamic_attention.experiments import _crossover
+from icml24.dynamic_attention.tradeoff import _crossover
 from icml24.testing import check_claim
 
 

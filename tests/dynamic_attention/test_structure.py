@@ -317,3 +317,22 @@ def test_fixed_capacity_allows_appends_after_deletes():
     s.delete_row(0)
     assert s.append_row([0.0, 0.0, 1.0], [0.0, 0.0, 1.0]) == 4
     torch.testing.assert_close(s.to_dense(), attention(s.Q, s.K, s.V), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("cls", [DynamicAttention, EagerAttention, NaiveAttention, DenseLazyAttention, FullRecompute])
+def test_numpy_views_of_k_and_v_are_current_and_read_only(cls):
+    Q, K, V = qkv(6, 3, 7, dv=2)
+    m = cls(Q, K, V)
+    m.update_k(1, 2, 0.5)
+    m.update_v_row(0, [0.25, -0.5])
+    np.testing.assert_array_equal(m.K_numpy, m.K.numpy())
+    np.testing.assert_array_equal(m.V_numpy, m.V.numpy())
+    with pytest.raises(ValueError, match="read-only"):
+        m.K_numpy[0, 0] = 1.0
+    with pytest.raises(ValueError, match="read-only"):
+        m.V_numpy[0] = 0.0
+    m.append_row([0.1, 0.2, 0.3], [1.0, 2.0])
+    m.delete_row(0)
+    assert m.K_numpy.shape == (6, 3) and m.V_numpy.shape == (6, 2)
+    np.testing.assert_array_equal(m.K_numpy, m.K.numpy())
+    torch.testing.assert_close(m.to_dense(), attention(m.Q, m.K, m.V), rtol=1e-12, atol=1e-12)

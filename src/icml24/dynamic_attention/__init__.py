@@ -22,8 +22,8 @@ _EXPORTS = {
         "DenseLazyAttention",
         "FullRecompute",
     ),
+    ".reference": ("attention",),
     ".maintainer": (
-        "attention",
         "WorkCounters",
         "AttentionMaintainer",
     ),

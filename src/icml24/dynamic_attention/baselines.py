@@ -19,7 +19,9 @@ import numpy as np
 import torch
 
 from ..validation import check_int
-from .maintainer import EXP_HEADROOM, AttentionMaintainer, blocked_attention, check_index, check_tau
+from .checks import EXP_HEADROOM, check_index, check_tau
+from .maintainer import AttentionMaintainer
+from .reference import blocked_attention
 from .structure import rebuild_period
 
 
@@ -28,16 +30,8 @@ class NaiveAttention(AttentionMaintainer):
 
     Parameters
     ----------
-    Q : (m, d) matrix
-        Fixed queries (tensor, numpy array or nested lists; copied).
-    K : (n, d) matrix
-        Keys, updated entrywise with :meth:`update_k`.
-    V : (n, d_v) matrix
-        Values, updated entrywise with :meth:`update_v`.
-    dtype : torch.float32 or torch.float64, optional
-        Default: the dtype of ``Q`` (integers become float64).
-    capacity : int, optional
-        A fixed number of rows, beyond which ``append_row`` is refused; default: grow as needed.
+    Q, K, V, dtype, capacity
+        As for :class:`~.maintainer.AttentionMaintainer`.
     """
 
     def update_k(self, i, j, delta) -> None:
@@ -81,16 +75,8 @@ class FullRecompute(AttentionMaintainer):
 
     Parameters
     ----------
-    Q : (m, d) matrix
-        Fixed queries (tensor, numpy array or nested lists; copied).
-    K : (n, d) matrix
-        Keys, updated entrywise with :meth:`update_k`.
-    V : (n, d_v) matrix
-        Values, updated entrywise with :meth:`update_v`.
-    dtype : torch.float32 or torch.float64, optional
-        Default: the dtype of ``Q`` (integers become float64).
-    capacity : int, optional
-        A fixed number of rows, beyond which ``append_row`` is refused; default: grow as needed.
+    Q, K, V, dtype, capacity
+        As for :class:`~.maintainer.AttentionMaintainer`.
     """
 
     def __init__(self, Q, K, V, *, dtype: torch.dtype | None = None, capacity: int | None = None) -> None:
@@ -158,16 +144,8 @@ class EagerAttention(AttentionMaintainer):
 
     Parameters
     ----------
-    Q : (m, d) matrix
-        Fixed queries (tensor, numpy array or nested lists; copied).
-    K : (n, d) matrix
-        Keys, updated entrywise with :meth:`update_k`.
-    V : (n, d_v) matrix
-        Values, updated entrywise with :meth:`update_v`.
-    dtype : torch.float32 or torch.float64, optional
-        Default: the dtype of ``Q`` (integers become float64).
-    capacity : int, optional
-        A fixed number of rows, beyond which ``append_row`` is refused; default: grow as needed.
+    Q, K, V, dtype, capacity
+        As for :class:`~.maintainer.AttentionMaintainer`.
     """
 
     def __init__(self, Q, K, V, *, dtype: torch.dtype | None = None, capacity: int | None = None) -> None:

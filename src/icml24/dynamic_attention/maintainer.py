@@ -1,244 +1,33 @@
-"""What every attention maintainer shares: input checks, the dense reference, work counters, the base API.
+"""What every attention maintainer shares: the base API, its storage of ``K`` and ``V``, and its work counters.
 
 The problem (Definition 1.2 of van den Brand, Song, Zhou, arXiv 2304.02207): ``Q`` fixed, ``K`` and ``V`` updated
-entrywise; maintain ``B = D^{-1} exp(Q K^T) V`` with ``D = diag(exp(Q K^T) 1)``.
+entrywise; maintain ``B = D^{-1} exp(Q K^T) V`` with ``D = diag(exp(Q K^T) 1)``. The input checks are in
+:mod:`.checks`, the dense reference in :mod:`.reference`.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
 
 from ..errors import InputError
-from ..validation import check_float, check_int, check_tensor
+from ..validation import check_int
+from .checks import (  # noqa: F401 - importable from here as before
+    EXP_HEADROOM,
+    UNIT_ROUNDOFF,
+    as_float64,
+    as_matrix,
+    check_delta,
+    check_index,
+    check_qkv,
+    check_tau,
+    magnitude_limits,
+)
+from .reference import attention, blocked_attention  # noqa: F401 - importable from here as before
 
-# How far a logit may rise above its row's shift before the shift is raised: exp(64) ~ 6e27 in float64,
-# exp(16) ~ 9e6 in float32, so that sums of n shifted terms times a value stay far from overflow.
-EXP_HEADROOM = {torch.float64: 64.0, torch.float32: 16.0}
-# Unit roundoff of each dtype.
-UNIT_ROUNDOFF = {torch.float64: 2.0**-53, torch.float32: 2.0**-24}
-
-
-def magnitude_limits(Q: torch.Tensor, n: int) -> tuple[float, float]:
-    """The largest absolute key and value entries that keep every computation finite.
-
-    Keys: ``|Q_i . K_c| <= max_i ||Q_i||_1 * max |K|`` must stay below an eighth of the dtype's largest
-    number (logits, their differences and partial sums finite). Values: ``n * exp(headroom) * max |V|`` below
-    a 64th of it (the shifted sums ``exp(Q K^T - shift) V`` finite).
-
-    Parameters
-    ----------
-    Q : torch.Tensor
-        ``(m, d)`` queries, already checked finite.
-    n : int
-        The number of keys.
-
-    Returns
-    -------
-    (float, float)
-        The bounds on ``|K|`` and ``|V|``.
-    """
-    fmax = float(torch.finfo(Q.dtype).max)
-    qmax1 = float(Q.abs().sum(dim=1).max()) if Q.numel() else 0.0
-    kbound = fmax / 8.0 / qmax1 if qmax1 > 0.0 else fmax
-    vbound = fmax / 64.0 / math.exp(EXP_HEADROOM[Q.dtype]) / max(n, 1)
-    return min(kbound, fmax), vbound
-
-
-def as_matrix(name: str, value, dtype: torch.dtype | None = None) -> torch.Tensor:
-    """A user's matrix as a new 2-D, finite, float32 or float64 CPU tensor (never shared with the input).
-
-    Parameters
-    ----------
-    name : str
-        The argument's name, used in messages.
-    value : torch.Tensor, numpy.ndarray or nested lists
-        A non-empty matrix of numbers (numpy arrays and lists are converted).
-    dtype : torch.float32 or torch.float64, optional
-        The dtype of the result; default the input's (integers become float64).
-
-    Returns
-    -------
-    torch.Tensor
-
-    Raises
-    ------
-    InputError
-        Naming ``name``, when the value is not such a matrix.
-    """
-    if isinstance(value, np.ndarray):
-        value = torch.from_numpy(np.array(value, copy=True))
-    elif not isinstance(value, torch.Tensor):
-        try:
-            value = torch.tensor(value)
-        except (TypeError, ValueError, RuntimeError):
-            raise InputError(f"{name} must be a 2-D array of numbers, got {type(value).__name__}") from None
-    if value.dim() != 2 or value.shape[0] < 1 or value.shape[1] < 1:
-        raise InputError(f"{name} must be a non-empty 2-D matrix, got shape {tuple(value.shape)}")
-    target = dtype if dtype is not None else value.dtype
-    if not value.is_floating_point() and dtype is None:
-        target = torch.float64
-    if target not in (torch.float32, torch.float64):
-        raise InputError(f"{name} must be float32 or float64, got {target}", "pass dtype=torch.float64")
-    # a cast can overflow (float64 to float32): then finite entries become infinite; without a cast the one check
-    # of check_tensor (NaN or infinite entries) is the whole story
-    cast = not (value.is_floating_point() and value.dtype == target)
-    source_finite = not value.is_floating_point() or not cast or bool(torch.isfinite(value).all())
-    value = value.detach().to(device="cpu", dtype=target).clone().contiguous()
-    if cast and source_finite and not bool(torch.isfinite(value).all()):
-        raise InputError(f"{name} has entries beyond the range of {target}", "scale it down or use torch.float64")
-    return check_tensor(value, name, ndim=2)
-
-
-def check_qkv(Q, K, V, dtype: torch.dtype | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Validate ``Q (m x d)``, ``K (n x d)``, ``V (n x d_v)`` and cast them to one float dtype.
-
-    Parameters
-    ----------
-    Q, K, V : matrices
-        See :func:`as_matrix`.
-    dtype : torch.float32 or torch.float64, optional
-        Default: the dtype of ``Q``.
-
-    Returns
-    -------
-    (Q, K, V) : tuple of torch.Tensor
-        New tensors of one dtype.
-    """
-    if dtype is not None and dtype not in (torch.float32, torch.float64):
-        raise InputError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}", "pass dtype=torch.float64")
-    Q = as_matrix("Q", Q, dtype)
-    K = as_matrix("K", K, Q.dtype)
-    V = as_matrix("V", V, Q.dtype)
-    if K.shape[1] != Q.shape[1]:
-        raise InputError(f"K has {K.shape[1]} columns but Q has {Q.shape[1]}", "Q and K must share the width d")
-    if V.shape[0] != K.shape[0]:
-        raise InputError(f"V has {V.shape[0]} rows but K has {K.shape[0]}", "K and V need one row per key")
-    if not math.isfinite(float(Q.abs().sum(dim=1).max()) * 8.0):
-        raise InputError(f"Q has rows too large for {Q.dtype}: their logits overflow", "scale Q down")
-    kbound, vbound = magnitude_limits(Q, K.shape[0])
-    kmax, vmax = float(K.abs().max()), float(V.abs().max())
-    if kmax > kbound:
-        raise InputError(
-            f"K has entries up to {kmax:.3g}: with these queries the logits Q K^T overflow {Q.dtype} "
-            f"(|K| must stay below {kbound:.3g})",
-            "scale Q or K down",
-        )
-    if vmax > vbound:
-        raise InputError(
-            f"V has entries up to {vmax:.3g}: sums of {K.shape[0]} weighted values overflow {Q.dtype} "
-            f"(|V| must stay below {vbound:.3g})",
-            "scale V down",
-        )
-    return Q, K, V
-
-
-def check_index(name: str, value, size: int) -> int:
-    """An index in ``0 .. size - 1`` (integer tensors of one element accepted).
-
-    Parameters
-    ----------
-    name : str
-        The argument's name, used in messages.
-    value : int
-    size : int
-        The length of the indexed axis.
-
-    Returns
-    -------
-    int
-
-    Notes
-    -----
-    A plain ``int`` in range returns at once: updates and queries call this twice each, and their own work is a
-    few microseconds (:func:`icml24.validation.check_int` costs several).
-    """
-    if type(value) is int and 0 <= value < size:
-        return value
-    if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_floating_point():
-        value = value.reshape(()).item()
-    return check_int(value, name, min_val=0, max_val=size - 1)
-
-
-def check_delta(delta) -> float:
-    """An update's increment: a finite real number (one-element tensors accepted).
-
-    Parameters
-    ----------
-    delta : float
-
-    Returns
-    -------
-    float
-    """
-    if type(delta) is float and math.isfinite(delta):  # the hot path, as in check_index
-        return delta
-    if isinstance(delta, torch.Tensor) and delta.numel() == 1:
-        delta = delta.reshape(()).item()
-    return check_float(delta, "delta")
-
-
-def check_tau(tau) -> float:
-    """The trade-off parameter ``tau`` in ``(0, 1]``.
-
-    Parameters
-    ----------
-    tau : float
-
-    Returns
-    -------
-    float
-    """
-    return check_float(tau, "tau", min_val=0.0, max_val=1.0, include_boundaries="right")
-
-
-def attention(Q, K, V, *, block_rows: int | None = None) -> torch.Tensor:
-    """Exact softmax attention ``D^{-1} exp(Q K^T) V`` (Definition 1.2 of the paper: no 1/sqrt(d), no mask).
-
-    Parameters
-    ----------
-    Q, K, V : matrices
-        ``(m, d)``, ``(n, d)`` and ``(n, d_v)`` (tensors, numpy arrays or lists; see :func:`check_qkv`).
-    block_rows : int, optional
-        Rows per block (default: about 4 million entries of ``Q K^T`` per block).
-
-    Returns
-    -------
-    torch.Tensor
-        ``(m, d_v)``, in the dtype of ``Q``.
-    """
-    Q, K, V = check_qkv(Q, K, V)
-    block_rows = check_int(block_rows, "block_rows", min_val=1, allow_none=True)
-    return blocked_attention(Q, K, V, block_rows)
-
-
-def blocked_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, block_rows: int | None = None) -> torch.Tensor:
-    """:func:`attention` on tensors already checked (no validation, no copy): the reference every maintainer's
-    ``to_dense`` and the experiments compare against.
-
-    Computed in row blocks of ``softmax(Q K^T) V``, so the ``m x n`` matrix is never held at once.
-
-    Parameters
-    ----------
-    Q, K, V : torch.Tensor
-        ``(m, d)``, ``(n, d)``, ``(n, d_v)`` of one float dtype.
-    block_rows : int, optional
-
-    Returns
-    -------
-    torch.Tensor
-        ``(m, d_v)``.
-    """
-    m, n = Q.shape[0], K.shape[0]
-    b = block_rows or max(1, min(m, (1 << 22) // max(n, 1)))
-    out = torch.empty(m, V.shape[1], dtype=Q.dtype)
-    for lo in range(0, m, b):
-        logits = Q[lo : lo + b] @ K.T
-        out[lo : lo + b] = torch.softmax(logits, dim=1) @ V
-    return out
+__all__ = ["WorkCounters", "AttentionMaintainer"]
 
 
 @dataclass
@@ -367,6 +156,25 @@ class AttentionMaintainer:
         self._Kn, self._Vn = self.K.numpy(), self.V.numpy()
         self._vbound = self._vbound_1 / self.n
 
+    @property
+    def K_numpy(self) -> np.ndarray:
+        """The current ``K`` as a read-only numpy array (a view of the same memory, no copy).
+
+        Read a row with ``m.K_numpy[i]`` (e.g. to compute the increment that replaces it); change ``K`` only
+        through the update methods. The view is of the rows at the time of reading: take it again after
+        :meth:`append_row` or :meth:`delete_row`.
+        """
+        view = self._Kn.view()
+        view.flags.writeable = False
+        return view
+
+    @property
+    def V_numpy(self) -> np.ndarray:
+        """The current ``V`` as a read-only numpy array (a view of the same memory, no copy); see :attr:`K_numpy`."""
+        view = self._Vn.view()
+        view.flags.writeable = False
+        return view
+
     # -- appending and deleting rows (n changes)
     def _check_append(self, k_row, v_row) -> tuple[np.ndarray, np.ndarray]:
         if self.capacity is not None and self.n >= self.capacity:
@@ -464,57 +272,32 @@ class AttentionMaintainer:
             )
         return i, j, delta
 
-    def _check_vector(self, value, arg: str, name: str, size: int, bound: float, base=None) -> np.ndarray:
-        """A finite float64 vector of length ``size`` whose sum with ``base`` (if given) stays within ``bound``."""
-        if isinstance(value, torch.Tensor):
-            value = value.detach().cpu().numpy()
-        try:
-            vec = np.asarray(value, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise InputError(f"{arg} must be a vector of {size} numbers, got {type(value).__name__}") from None
+    def _check_vector(self, value, arg: str, name: str, size: int, bound: float, row: int | None = None) -> np.ndarray:
+        """A finite vector of length ``size``, cast to the dtype, that keeps ``name`` within ``bound``: as a new
+        row, or (``row`` given) added to row ``row`` of ``name``."""
+        vec = as_float64(value, arg, f"a vector of {size} numbers")
         if vec.shape != (size,):
             raise InputError(
                 f"{arg} must be a vector of length {size}, got shape {vec.shape}", f"one entry per column of {name}"
             )
         if not np.isfinite(vec).all():
             raise InputError(f"{arg} contains NaN or infinite entries")
-        new = vec if base is None else base.astype(np.float64) + vec
+        new = vec if row is None else (self._Kn if name == "K" else self._Vn)[row].astype(np.float64) + vec
         if not np.abs(new).max() <= bound:
+            top = float(np.abs(new).max())
+            what = f"put {top:.3g} in {name}" if row is None else f"make {name}[{row}] reach {top:.3g}"
             raise InputError(
-                f"{arg} would put {float(np.abs(new).max()):.3g} in {name}, beyond {bound:.3g} "
-                f"(overflow in {self.dtype})",
-                f"use a smaller {arg}",
+                f"{arg} would {what}, beyond {bound:.3g} (overflow in {self.dtype})", f"use a smaller {arg}"
             )
         return vec.astype(np.float64 if self.dtype == torch.float64 else np.float32)
 
-    def _check_row(self, i, delta, name: str, size: int, current: np.ndarray, bound: float):
-        i = check_index("i", i, current.shape[0])
-        if isinstance(delta, torch.Tensor):
-            delta = delta.detach().cpu().numpy()
-        try:
-            vec = np.asarray(delta, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise InputError(f"delta must be a vector of {size} numbers, got {type(delta).__name__}") from None
-        if vec.shape != (size,):
-            raise InputError(
-                f"delta must be a vector of length {size}, got shape {vec.shape}", f"one entry per column of {name}"
-            )
-        if not np.isfinite(vec).all():
-            raise InputError("delta contains NaN or infinite entries")
-        new = current[i].astype(np.float64) + vec
-        if not np.abs(new).max() <= bound:
-            raise InputError(
-                f"delta would make {name}[{i}] reach {float(np.abs(new).max()):.3g}, beyond {bound:.3g} "
-                f"(overflow in {self.dtype})",
-                "use a smaller delta",
-            )
-        return i, vec.astype(current.dtype)
+    def _check_k_row(self, i, delta) -> tuple[int, np.ndarray]:
+        i = check_index("i", i, self.n)
+        return i, self._check_vector(delta, "delta", "K", self.d, self._kbound, row=i)
 
-    def _check_k_row(self, i, delta):
-        return self._check_row(i, delta, "K", self.d, self._Kn, self._kbound)
-
-    def _check_v_row(self, i, delta):
-        return self._check_row(i, delta, "V", self.dv, self._Vn, self._vbound)
+    def _check_v_row(self, i, delta) -> tuple[int, np.ndarray]:
+        i = check_index("i", i, self.n)
+        return i, self._check_vector(delta, "delta", "V", self.dv, self._vbound, row=i)
 
     def _check_q(self, i, j) -> tuple[int, int]:
         return check_index("i", i, self.m), check_index("j", j, self.dv)

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from ..errors import InputError
-from .maintainer import check_index
+from .checks import as_float64, check_index
 from .structure import DynamicAttention
 
 
@@ -110,12 +110,7 @@ class MultiHeadDynamicAttention:
 
     def _per_head(self, name: str, value, size: int) -> np.ndarray:
         """A ``(heads, size)`` increment or row as a float64 array (torch tensor on any device, or array-like)."""
-        if isinstance(value, torch.Tensor):
-            value = value.detach().cpu().numpy()
-        try:
-            arr = np.asarray(value, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise InputError(f"{name} must be a (heads, {size}) tensor, got {type(value).__name__}") from None
+        arr = as_float64(value, name, f"a (heads, {size}) tensor")
         if arr.shape != (len(self.heads), size):
             raise InputError(f"{name} must have shape ({len(self.heads)}, {size}), got {arr.shape}", "one row per head")
         return arr

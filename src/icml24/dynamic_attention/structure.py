@@ -43,6 +43,9 @@ float64 are answered by exact recomputation. Without cancellation the bounds gro
 and repairs are rare; :meth:`DynamicAttention.refresh` recomputes everything and ``refresh_every`` does it every
 that many rebuilds. The guard costs ``3 d_v`` instead of ``d_v`` columns in the rebuild's second product and ``O(k
 d_v)`` per query; eager maintenance (``baselines.EagerAttention``) has no guard.
+
+This module holds the snapshot, its error bounds and the rebuild; the updates (the pending lists) are in
+:mod:`.pending`, the queries in :mod:`.lazy_queries`, both parts of :class:`DynamicAttention`.
 """
 
 from __future__ import annotations
@@ -54,18 +57,16 @@ import torch
 
 from ..errors import InputError
 from ..validation import check_float, check_int
-from .maintainer import EXP_HEADROOM, UNIT_ROUNDOFF, AttentionMaintainer, blocked_attention, check_index, check_tau
+from .checks import EXP_HEADROOM, UNIT_ROUNDOFF, check_tau
+from .lazy_queries import LazyQueries
+from .maintainer import AttentionMaintainer
+from .pending import PendingUpdates
+
+__all__ = ["DEFAULT_RTOL", "rebuild_period", "DynamicAttention"]
 
 _BLOCK_ELEMENTS = 1 << 17  # entries of any m x (something) intermediate at a time: 1 MiB in float64, cache-sized
 # The default repair threshold: the largest relative error bound a maintained sum may carry.
 DEFAULT_RTOL = {torch.float64: 1e-10, torch.float32: 1e-4}
-
-
-def _grow(buf: np.ndarray) -> np.ndarray:
-    """``buf`` with twice the rows (the new ones zero)."""
-    out = np.zeros((2 * len(buf),) + buf.shape[1:], dtype=buf.dtype)
-    out[: len(buf)] = buf
-    return out
 
 
 def rebuild_period(n: int, tau: float) -> int:
@@ -87,7 +88,7 @@ def rebuild_period(n: int, tau: float) -> int:
     return max(1, math.ceil(n**tau - 1e-9))
 
 
-class DynamicAttention(AttentionMaintainer):
+class DynamicAttention(PendingUpdates, LazyQueries, AttentionMaintainer):
     """Exact dynamic attention maintenance with lazy updates (the ODAMV algorithm of the paper).
 
     Parameters
@@ -247,191 +248,7 @@ class DynamicAttention(AttentionMaintainer):
         self._clear_pending()
         self.counters.rebuild_work += self._init_snapshot()
 
-    # ---------------------------------------------------------------------------------------- updates
-    def update_k(self, i: int, j: int, delta: float) -> None:
-        """``K[i, j] += delta``: O(d) (the row's norm), O(d + d_v) the first time row ``i`` changes.
-
-        Parameters
-        ----------
-        i : int
-            A row of ``K``.
-        j : int
-            A column of ``K``.
-        delta : float
-            The increment (finite, and keeping the logits finite).
-        """
-        i, j, delta = self._check_k(i, j, delta)
-        t = self._key_slot(i)
-        self._Kn[i, j] += delta
-        row = self._KC[2 * t]
-        row[j] += delta
-        self._pend_kmax = max(self._pend_kmax, abs(float(row[j])))
-        self.counters.updates_k += 1
-        self.counters.update_work += 2 * self.d + 2
-        self._after_update()
-
-    def update_v(self, i: int, j: int, delta: float) -> None:
-        """``V[i, j] += delta``: O(1), or O(d) the first time entry ``(i, j)`` changes since the rebuild.
-
-        Parameters
-        ----------
-        i : int
-            A row of ``V``.
-        j : int
-            A column of ``V``.
-        delta : float
-            The increment (finite, and keeping the value's sums finite).
-        """
-        i, j, delta = self._check_v(i, j, delta)
-        slot = self._value_slot(i)
-        self._Vn[i, j] += delta
-        if slot is not None:
-            self._Rnew[slot, j] = self._Vn[i, j]
-        t = self._cpos.get(i)
-        if t is not None:
-            self._VC[t, j] = self._Vn[i, j]
-        self.counters.updates_v += 1
-        self.counters.update_work += 2
-        self._after_update()
-
-    def _key_slot(self, i: int) -> int:
-        """The pending slot of key row ``i``, opened (current and snapshot row, current value row) if new."""
-        t = self._cpos.get(i)
-        if t is None:
-            t = len(self._C)
-            if t == len(self._VC):  # more distinct rows than n at construction (rows were appended)
-                self._KC, self._VC, self._LM = _grow(self._KC), _grow(self._VC), _grow(self._LM)
-            self._cpos[i] = t
-            self._C.append(i)
-            self._KC[2 * t] = self._Kn[i]
-            self._KC[2 * t + 1] = self._Kn[i]
-            self._VC[t] = self._Vn[i]
-            self._pend_kmax = max(self._pend_kmax, float(np.abs(self._KC[2 * t]).max()))
-            self.counters.update_work += 2 * self.d + self.dv
-        return t
-
-    def _value_slot(self, i: int) -> int | None:
-        """The pending slot of value row ``i``, opened (snapshot key row, snapshot and current values) if new;
-        ``None`` for a row appended since the rebuild (no snapshot term: its key slot carries its value)."""
-        slot = self._vslot.get(i)
-        if slot is None:
-            t = self._cpos.get(i)
-            if t is not None and self._LM[2 * t + 1] != 0.0:
-                return None
-            slot = self._nr
-            if slot == len(self._KR):
-                self._KR, self._Rold, self._Rnew = _grow(self._KR), _grow(self._Rold), _grow(self._Rnew)
-            self._nr += 1
-            self._vslot[i] = slot
-            self._KR[slot] = self._Kn[i] if t is None else self._KC[2 * t + 1]  # the snapshot key row
-            self._pend_kmax = max(self._pend_kmax, float(np.abs(self._KR[slot]).max()))
-            self._Rold[slot] = self._Vn[i]
-            self._Rnew[slot] = self._Vn[i]
-            self.counters.update_work += self.d + 2 * self.dv
-        return slot
-
-    def update_k_row(self, i: int, delta) -> None:
-        """``K[i] += delta``, a whole key row as one update: O(d + d_v), one pending entry (a key row changes one
-        column of ``A``, as an entry update does).
-
-        Parameters
-        ----------
-        i : int
-            A row of ``K``.
-        delta : sequence, array or tensor of length d
-            The increment (finite, and keeping the logits finite).
-        """
-        i, delta = self._check_k_row(i, delta)
-        t = self._key_slot(i)
-        self._Kn[i] += delta
-        self._KC[2 * t] = self._Kn[i]
-        self._pend_kmax = max(self._pend_kmax, float(np.abs(self._KC[2 * t]).max()))
-        self.counters.updates_k += 1
-        self.counters.update_work += 3 * self.d
-        self._after_update()
-
-    def update_v_row(self, i: int, delta) -> None:
-        """``V[i] += delta``, a whole value row as one update: O(d + d_v), one pending entry (a rank-one change
-        ``A0[:, i] (V[i] - V0[i])`` of ``A V``).
-
-        Parameters
-        ----------
-        i : int
-            A row of ``V``.
-        delta : sequence, array or tensor of length d_v
-            The increment (finite, and keeping the value's sums finite).
-        """
-        i, delta = self._check_v_row(i, delta)
-        slot = self._value_slot(i)
-        self._Vn[i] += delta
-        if slot is not None:
-            self._Rnew[slot] = self._Vn[i]
-        t = self._cpos.get(i)
-        if t is not None:
-            self._VC[t] = self._Vn[i]
-        self.counters.updates_v += 1
-        self.counters.update_work += 3 * self.dv
-        self._after_update()
-
-    def append_row(self, k_row, v_row) -> int:
-        """Append a key row and its value row (``n`` grows by one): a new column of ``A``, i.e. one pending
-        key row with no snapshot term. ``O(d + d_v)`` amortised (the buffers double when full, unless
-        ``capacity`` is fixed), plus the amortised rebuild, as an update.
-
-        Parameters
-        ----------
-        k_row : sequence, array or tensor of length d
-            The new key (finite, keeping the logits finite).
-        v_row : sequence, array or tensor of length d_v
-            Its value (finite).
-
-        Returns
-        -------
-        int
-            The new row's index, ``n - 1``.
-        """
-        k, v = self._check_append(k_row, v_row)
-        i = self._append_storage(k, v)
-        t = self._key_slot(i)
-        self._LM[2 * t + 1] = -math.inf  # no snapshot term: the column was zero at the rebuild
-        self._masked = True
-        self.counters.updates_k += 1
-        self.counters.update_work += self.d + self.dv
-        self._after_update()
-        return i
-
-    def delete_row(self, i) -> None:
-        """Delete key row ``i`` and its value row (``n`` shrinks by one): its column of ``A`` becomes zero, i.e.
-        one pending key row with no current term. The last row takes index ``i`` (attention does not depend on
-        the order of the keys), so no other index changes. ``O(d + d_v)`` plus the amortised rebuild.
-
-        Parameters
-        ----------
-        i : int
-            A row of ``K`` (at least one row must remain).
-        """
-        i = self._check_delete(i)
-        t = self._key_slot(i)
-        self._LM[2 * t] = -math.inf  # no current term; the slot keeps the snapshot row and the last values
-        self._masked = True
-        del self._cpos[i]  # the slot and the value slot now belong to no index
-        self._vslot.pop(i, None)
-        last = self._delete_storage(i)
-        if last != i:
-            if last in self._cpos:
-                self._cpos[i] = self._cpos.pop(last)
-            if last in self._vslot:
-                self._vslot[i] = self._vslot.pop(last)
-        self.counters.updates_k += 1
-        self.counters.update_work += self.d + self.dv
-        self._after_update()
-
-    def _after_update(self) -> None:
-        self.pending += 1
-        self.counters.max_pending = max(self.counters.max_pending, self.pending)
-        if self.pending >= self.k:
-            self.rebuild()
-
+    # ---------------------------------------------------------------------------------------- rebuilds
     def _pending_value_deltas(self, nr: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``V - V0``, ``|V| - |V0|`` and ``|V - V0|`` on the pending value rows, as ``(nr, d_v)`` matrices."""
         new, old = torch.from_numpy(self._Rnew[:nr]), torch.from_numpy(self._Rold[:nr])
@@ -524,195 +341,3 @@ class DynamicAttention(AttentionMaintainer):
             self.counters.repair_work += len(rows) * self.n * (self.d + 2 * self.dv + 1) + self.n * (self.d + self.dv)
         if self.refresh_every is not None and self.counters.rebuilds % self.refresh_every == 0:
             self.counters.rebuild_work += self._init_snapshot()
-
-    def _clear_pending(self) -> None:
-        self._C.clear()
-        self._cpos.clear()
-        self._vslot.clear()
-        self._nr = 0
-        self._LM[:] = 0.0
-        self._masked = False
-        self._pend_kmax = 0.0
-        self.pending = 0
-
-    # ---------------------------------------------------------------------------------------- queries
-    def query(self, i: int, j: int) -> float:
-        """``B[i, j]`` exactly, in ``O((|C| + |R|) d)`` work: at most ``k d`` multiply-adds.
-
-        When the pending corrections cancel against the snapshot beyond the precision guard's bound, the row
-        is computed from scratch instead (``O(n d)``, ``counters.fallbacks``).
-
-        Parameters
-        ----------
-        i : int
-            A row of ``Q``.
-        j : int
-            A column of ``V``.
-
-        Returns
-        -------
-        float
-        """
-        i, j = self._check_q(i, j)
-        q = self._Qn[i]
-        sh = float(self._shn[i])
-        num, den = float(self._Mn[i, j]), float(self._sn[i])
-        h, em, es = float(self._Hn[i, j]), float(self._EMn[i, j]), float(self._ESn[i])
-        nc, nr = len(self._C), self._nr
-        u = self._u
-        if nc or nr:
-            if nc:
-                logits = self._KC[: 2 * nc] @ q
-                if self._masked:
-                    logits += self._LM[: 2 * nc]
-                top = float(logits[0::2].max())
-                if top - sh > self._headroom:  # raise the shift for this query only
-                    scale = math.exp(sh - top)
-                    num, den, h, em, es, sh = num * scale, den * scale, h * scale, em * scale, es * scale, top
-            rho = min(
-                1.0,
-                u * (2.0 * self.d * self._pend_kmax * float(self._qnn[i]) + abs(sh) + 2.0 * math.sqrt(nc + nr) + 4.0),
-            )
-            if nc:
-                e = np.exp(logits - sh)
-                an, ao = e[0::2], e[1::2]
-                da = an - ao
-                vc = self._VC[:nc, j]
-                vca = np.abs(vc)
-                num += float(da @ vc)
-                h += float(da @ vca)
-                em += rho * float((an + ao) @ vca)
-                den += float(da.sum())
-                es += rho * float((an + ao).sum())
-            if nr:
-                ar = np.exp(self._KR[:nr] @ q - sh)
-                new, old = self._Rnew[:nr, j], self._Rold[:nr, j]
-                dv_ = new - old
-                num += float(ar @ dv_)
-                h += float(ar @ (np.abs(new) - np.abs(old)))
-                em += rho * float(ar @ np.abs(dv_))
-            em += u * (abs(num) + h)
-            es += u * abs(den)
-        self.counters.add_query(nc * (2 * self.d + 5) + nr * (self.d + 4) + 1)
-        if es <= self.rtol * (den - es) and em <= self.rtol * (h - em):
-            return num / den
-        return self._exact_entry(i, j)
-
-    def _exact_entry(self, i: int, j: int) -> float:
-        logits = self._Kn @ self._Qn[i]
-        a = np.exp(logits - logits.max())
-        self.counters.fallbacks += 1
-        self.counters.repair_work += self.n * (self.d + 2)
-        return float(a @ self._Vn[:, j]) / float(a.sum())
-
-    def query_row(self, i: int) -> torch.Tensor:
-        """``B[i, :]`` exactly, in ``O(|C| (d + d_v) + |R| d)`` work (or ``O(n (d + d_v))`` on a fallback).
-
-        Parameters
-        ----------
-        i : int
-            A row of ``Q``.
-
-        Returns
-        -------
-        torch.Tensor
-            Length ``d_v``.
-        """
-        i = check_index("i", i, self.m)
-        nc, nr = len(self._C), self._nr
-        self.counters.add_query(nc * (2 * self.d + 3 * self.dv + 2) + nr * (self.d + 3 * self.dv) + self.dv)
-        q = self._Qn[i]
-        sh = float(self._shn[i])
-        num, h, em = self._Mn[i].copy(), self._Hn[i].copy(), self._EMn[i].copy()
-        den, es = float(self._sn[i]), float(self._ESn[i])
-        u = self._u
-        if nc or nr:
-            if nc:
-                logits = self._KC[: 2 * nc] @ q
-                if self._masked:
-                    logits += self._LM[: 2 * nc]
-                top = float(logits[0::2].max())
-                if top - sh > self._headroom:  # raise the shift for this query only
-                    scale = math.exp(sh - top)
-                    num *= scale
-                    h *= scale
-                    em *= scale
-                    den, es, sh = den * scale, es * scale, top
-            rho = min(
-                1.0,
-                u * (2.0 * self.d * self._pend_kmax * float(self._qnn[i]) + abs(sh) + 2.0 * math.sqrt(nc + nr) + 4.0),
-            )
-            if nc:
-                e = np.exp(logits - sh)
-                an, ao = e[0::2], e[1::2]
-                da = an - ao
-                vc = self._VC[:nc]
-                vca = np.abs(vc)
-                num += da @ vc
-                h += da @ vca
-                em += rho * ((an + ao) @ vca)
-                den += float(da.sum())
-                es += rho * float((an + ao).sum())
-            if nr:
-                ar = np.exp(self._KR[:nr] @ q - sh)
-                new, old = self._Rnew[:nr], self._Rold[:nr]
-                dv_ = new - old
-                num += ar @ dv_
-                h += ar @ (np.abs(new) - np.abs(old))
-                em += rho * (ar @ np.abs(dv_))
-            em += u * (np.abs(num) + h)
-            es += u * abs(den)
-        if es <= self.rtol * (den - es) and bool((em <= self.rtol * (h - em)).all()):
-            return torch.from_numpy(num / den)
-        logits = self._Kn @ q
-        a = np.exp(logits - logits.max())
-        self.counters.fallbacks += 1
-        self.counters.repair_work += self.n * (self.d + self.dv + 1)
-        return torch.from_numpy((a @ self._Vn) / a.sum())
-
-    def to_dense(self) -> torch.Tensor:
-        """The whole ``B`` from ``M``, ``s`` and the pending corrections (row blocks; nothing is folded).
-
-        Returns
-        -------
-        torch.Tensor
-            ``(m, d_v)``.
-        """
-        b = self._block(2 * len(self._C) + self._nr + 3 * self.dv)
-        return torch.cat([self._rows(slice(lo, min(lo + b, self.m))) for lo in range(0, self.m, b)])
-
-    def _rows(self, rows: slice) -> torch.Tensor:
-        nc, nr = len(self._C), self._nr
-        q = self.Q[rows]
-        sh = self.shift[rows].clone()
-        num, h, em = self.M[rows].clone(), self.H[rows].clone(), self.EM[rows].clone()
-        den, es = self.s[rows].clone(), self.ES[rows].clone()
-        u, dv = self._u, self.dv
-        if nc or nr:
-            Kall, W = self._fold_operands()
-            L = q @ Kall.T
-            if self._Lmask is not None:
-                L = L + self._Lmask
-            if nc:
-                new_sh = torch.maximum(sh, L[:, :nc].max(dim=1).values - self._headroom)
-                scale = torch.exp(sh - new_sh)
-                for arr in (num, h, em):
-                    arr *= scale[:, None]
-                den *= scale
-                es *= scale
-                sh = new_sh
-            rho = self._rho(self._qnorm[rows], sh, self._pend_kmax, nc + nr)
-            Y = self._fold_terms(L, sh) @ W
-            num += Y[:, :dv]
-            h += Y[:, dv : 2 * dv]
-            den += Y[:, 3 * dv]
-            em += rho[:, None] * Y[:, 2 * dv : 3 * dv] + u * (num.abs() + h)
-            es += rho * Y[:, 3 * dv + 1] + u * den.abs()
-        out = num / den[:, None]
-        ok = (es <= self.rtol * (den - es)) & (em <= self.rtol * (h - em)).all(dim=1)
-        if not bool(ok.all()):
-            badr = torch.nonzero(~ok).flatten()
-            out[badr] = blocked_attention(q[badr], self.K, self.V)
-            self.counters.fallbacks += len(badr)
-            self.counters.repair_work += len(badr) * self.n * (self.d + self.dv + 1)
-        return out
