@@ -73,8 +73,8 @@ def main(argv=None) -> int:
 
 def _run(args) -> int:
     from icml24.group_dro import synthetic_problem
-    from icml24.group_dro.experiments import moments_near_aleg
     from icml24.group_dro.mirror import Geometry
+    from icml24.group_dro.moments import moments_near_aleg
     from icml24.group_dro.tuning import GDRO_METHODS, measure, tune
     from icml24.runs import atomic_write_bytes, atomic_write_json, environment
     from icml24.threads import limit_threads

@@ -10,7 +10,9 @@ from hypothesis import strategies as st
 from scipy import optimize
 
 from icml24.group_dro import Ball, Box, GroupProblem
-from icml24.group_dro.aleg import (
+from icml24.group_dro.baselines import one_level_operator
+from icml24.group_dro.mirror import Geometry
+from icml24.group_dro.operators import (
     Snapshot,
     draw_group_samples,
     full_operator,
@@ -19,8 +21,6 @@ from icml24.group_dro.aleg import (
     snapshots,
     vr_operator,
 )
-from icml24.group_dro.baselines import one_level_operator
-from icml24.group_dro.mirror import Geometry
 
 
 def tiny_problem(seed: int, sizes, d: int = 3, loss: str = "logistic", domain=None) -> GroupProblem:
@@ -248,7 +248,7 @@ def test_per_sample_gradients_match_finite_differences(loss):
 @given(seed=st.integers(0, 10_000), sizes=st.lists(st.integers(1, 3), min_size=2, max_size=3), loss=loss_st)
 def test_estimator_moments_match_exact_enumeration(seed, sizes, loss):
     """estimator_moments' closed forms against every draw of both estimators, weighted by its probability."""
-    from icml24.group_dro.experiments import estimator_moments
+    from icml24.group_dro.moments import estimator_moments
 
     p = tiny_problem(seed, sizes, loss=loss)
     rng = np.random.default_rng(seed + 3)
@@ -283,7 +283,7 @@ def test_estimator_moments_match_exact_enumeration(seed, sizes, loss):
 def test_estimator_moments_predictions_and_input_checks():
     from icml24.errors import InputError
     from icml24.group_dro import synthetic_problem
-    from icml24.group_dro.experiments import estimator_moments, moments_near
+    from icml24.group_dro.moments import estimator_moments, moments_near
 
     p = synthetic_problem(8, 30, 5, radius=1.0, seed=0)
     w, q = p.domain.center, np.full(8, 1 / 8)

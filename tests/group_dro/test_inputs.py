@@ -198,7 +198,7 @@ def test_algorithm_arguments_are_validated(call, match):
 
 
 def test_synthetic_groups_are_plain_arrays_and_build_the_problem():
-    from icml24.data.groups import synthetic_groups
+    from icml24.group_dro.world import synthetic_groups
 
     X, y, g = synthetic_groups(3, (5, 8), 4, seed=1)
     assert X.shape == (len(y), 4) and g.shape == y.shape and set(np.unique(y)) <= {-1.0, 1.0}

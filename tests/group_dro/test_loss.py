@@ -257,7 +257,7 @@ def test_planted_minority_split_needs_the_data(tmp_path):
 
 @needs_fashion
 def test_worked_example_raises_the_worst_group_over_erm_at_smoke_scale():
-    from icml24.group_dro.experiments import run_minority
+    from icml24.group_dro.minority import run_minority
 
     mt = run_minority(Scale.SMOKE, 0)
     assert mt["erm_avg_acc"] > 0.7  # the baseline is a trained classifier

@@ -10,14 +10,18 @@ worst excess risk is smallest (MERO), with as few per-sample gradient evaluation
     mero = alem(problem, epochs=200, seed=0)            # worst excess risk; mero.info["risk_estimates"]
 
 Steps: by default ``aleg`` and ``alem`` pick their step factor by a short pilot (:func:`pilot_gamma`, counted in
-``result.ifo``; the factor is ``result.info["gamma"]``): the theory's step (``gamma="theory"``) is 10 to 100 times
-too small in practice. To compare methods at their best steps to a target gap, as the claims do, use
+``result.ifo``; the factor is ``result.info["gamma"]``): the theory's step (``gamma="theory"``) is far too small
+in practice. To compare methods at their best steps to a target gap, as the claims do, use
 :func:`tune` (``tune(problem, "aleg", targets=(1e-3,), max_ifo=..., pilot=..., seed=0).best.gamma``).
 
-Baselines (same problems, same IFO accounting) are in :mod:`icml24.group_dro.baselines`; exact references in
-:mod:`icml24.group_dro.reference`; the synthetic problem of the claims is :func:`synthetic_problem` (its data
-generator is :func:`icml24.data.groups.synthetic_groups`); the claims' experiments, step tuning and estimator
-moments are in :mod:`icml24.group_dro.experiments`, the tuning in :mod:`icml24.group_dro.tuning`.
+The problem is in :mod:`icml24.group_dro.problem` (its set ``W`` in :mod:`~icml24.group_dro.domain`, its
+built-in losses in :mod:`~icml24.group_dro.glm_losses`); ALEG's operator and estimators in
+:mod:`~icml24.group_dro.operators`. Baselines (same problems, same IFO accounting) are in
+:mod:`icml24.group_dro.baselines`; exact references in :mod:`icml24.group_dro.reference`; the synthetic problem
+of the claims is :func:`synthetic_problem` (with its data generator
+:func:`~icml24.group_dro.world.synthetic_groups`, in :mod:`icml24.group_dro.world`); the step tuning is in
+:mod:`icml24.group_dro.tuning`, the estimators' second moments in :mod:`icml24.group_dro.moments`, the claims'
+experiments in :mod:`icml24.group_dro.experiments` and :mod:`icml24.group_dro.minority`.
 
 For minibatch training of a torch model, :class:`GroupDROLoss` (online group DRO, Sagawa et al. 2020, as a loss
 object) and :class:`VRGroupDROLoss` (its q-step on ALEG's variance-reduced group risks) are in
@@ -36,7 +40,10 @@ _EXPORTS = {
     ".baselines": ("mirror_prox", "one_level_vr", "online_group_dro", "smd", "smd_mero"),
     ".tuning": ("Tuned", "tune"),
     ".mirror": ("Result",),
-    ".problem": ("LOSSES", "Ball", "Box", "GroupProblem", "synthetic_problem"),
+    ".glm_losses": ("LOSSES",),
+    ".domain": ("Ball", "Box"),
+    ".problem": ("GroupProblem",),
+    ".world": ("synthetic_problem",),
     ".reference": ("duality_gap", "group_optima", "min_weighted_risk", "minimax_reference"),
     ".loss": ("GroupDROLoss", "VRGroupDROLoss"),
 }

@@ -20,19 +20,14 @@ Every epoch costs ``N + m K`` per-sample gradient evaluations: the per-sample va
 snapshot are stored during the full pass, so an inner step evaluates only the ``m`` new samples at
 ``z_{k+1/2}`` (the extrapolation step uses ``F(z_bar)`` alone and costs nothing).
 
-Default steps: the theory step is 10 to 100 times too small in practice (its ``L`` and ``G`` are worst-case
-bounds over W). On nine synthetic problems (:func:`~icml24.group_dro.problem.synthetic_problem` with logistic,
-squared and smoothed-hinge losses, balls of radius 1 and 5, a box, imbalanced groups, m = 1..32, n_i = 100,
-d = 20), a fixed factor 64 converges 2-50 times further than 0.99 in 100 epochs, 256 is faster at first on some but
-stalls or drifts back up on others (m = 16: gap 2.6e-3 at 50 epochs, 4e-2 at 200), and on a radius-1 ball 16
-beats 64 ten-fold. So by default (``gamma="auto"``) :func:`pilot_gamma` runs a tenth of the epochs (at most
-:data:`AUTO_PILOT_EPOCHS`) at each factor of :data:`AUTO_GRID` (1 to 64, factor 4 apart) and keeps the largest
-one whose output's duality gap is within :data:`AUTO_TOLERANCE` of the best; the pilots' IFO are counted in the
-result (40 % on top of a 100-epoch run). Measured, ``aleg(problem, seed=s)`` (100 epochs), seeds 0-2, those 9
-problems: duality gap 2e-5 to 1.2e-4 for m = 1, 2.5e-3 to 6.7e-3 for the logistic problems with m = 4..32,
-1.3e-3 on the radius-1 ball, 1.5e-2 to 2.5e-2 for the squared and smoothed-hinge losses; with
-``gamma="theory"``: 8.5e-3 to 5.3e-2, 4.1e-2 to 1.2e-1, 2.3e-2 to 2.6e-2 and 4.3e-2 to 8.0e-2.
-``gamma="theory"`` (0.99) gives the analysed step; any number gives that factor.
+Default steps: the theory step is far too small in practice (its ``L`` and ``G`` are worst-case bounds over W),
+and the best fixed factor depends on the problem: on synthetic problems large factors are faster at first on
+some but stall or drift back up on others, and a small ball favours smaller factors. So by default
+(``gamma="auto"``) :func:`pilot_gamma` runs a tenth of the epochs (at most :data:`AUTO_PILOT_EPOCHS`) at each
+factor of :data:`AUTO_GRID` (1 to 64, factor 4 apart) and keeps the largest one whose output's duality gap is
+within :data:`AUTO_TOLERANCE` of the best; the pilots' IFO are counted in the result (40 % on top of a 100-epoch
+run). ``gamma="theory"`` (0.99) gives the analysed step; any number gives that factor. The operator and its
+estimators are in :mod:`~icml24.group_dro.operators`.
 
 ALEM solves empirical MERO, ``min_w max_i [R_i(w) - R_i^*]``, in two stages: (1) for every group, ALEG with
 ``m = 1`` (a variance-reduced extragradient for that group's ERM) gives ``w_i`` and the estimate
@@ -65,7 +60,16 @@ import numpy as np
 
 from ..errors import InputError
 from ..validation import check_float, check_int, check_rng
-from .mirror import Budget, Callback, Geometry, Result, check_offsets, check_problem, check_stop, logsumexp
+from .mirror import Budget, Callback, Geometry, Result, check_offsets, check_problem, check_stop
+from .operators import (  # noqa: F401 - importable from here as before
+    Snapshot,
+    draw_group_samples,
+    full_operator,
+    group_sampled_operator,
+    one_level_vr_operator,
+    snapshots,
+    vr_operator,
+)
 from .problem import GroupProblem
 from .reference import duality_gap
 
@@ -83,209 +87,8 @@ AUTO_TOLERANCE = 1.1
 #: The stochastic estimators :func:`aleg` can use in its update (``estimator=``).
 ESTIMATORS: tuple[str, ...] = ("group", "one_level", "full")
 
-# ------------------------------------------------------------------------------------------- operators
 
-
-def full_operator(
-    problem: GroupProblem, w: np.ndarray, q: np.ndarray, offsets: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """The saddle operator ``F(w, q) = (sum_i q_i grad R_i(w), -(R_i(w) - c_i)_i)`` (``N`` IFO).
-
-    Parameters
-    ----------
-    problem : GroupProblem
-        The ``m`` groups and their per-sample oracle.
-    w : numpy.ndarray
-        ``(d,)`` model.
-    q : numpy.ndarray
-        ``(m,)`` group weights on the simplex.
-    offsets : numpy.ndarray, optional
-        ``(m,)`` shifts ``c_i`` of the risks (ALEM's ``R~_i``); none when not given.
-
-    Returns
-    -------
-    g_w : numpy.ndarray
-        ``(d,)``: ``sum_i q_i grad R_i(w)``.
-    g_q : numpy.ndarray
-        ``(m,)``: ``-(R_i(w) - c_i)``.
-    """
-    R, gR = problem.risks_and_grads(w)
-    if offsets is not None:
-        R = R - offsets
-    return q @ gR, -R
-
-
-def group_sampled_operator(
-    problem: GroupProblem, w: np.ndarray, q: np.ndarray, pos: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The group-sampled estimator ``F_xi`` with one sample per group at positions ``pos`` (``m`` IFO).
-
-    ``F_xi(w, q) = (sum_i q_i grad l(w; xi_{i j_i}), -(l(w; xi_{i j_i}))_i)``. Unbiased for ``F`` when every
-    ``j_i`` is uniform in its group.
-
-    Parameters
-    ----------
-    problem : GroupProblem
-        The ``m`` groups and their per-sample oracle.
-    w : numpy.ndarray
-        ``(d,)`` model.
-    q : numpy.ndarray
-        ``(m,)`` group weights on the simplex.
-    pos : numpy.ndarray
-        ``(m,)`` sample positions, the ``i``-th in group ``i`` (a row of :func:`draw_group_samples`).
-
-    Returns
-    -------
-    g_w : numpy.ndarray
-        ``(d,)``: ``sum_i q_i grad l(w; xi_{i j_i})``.
-    g_q : numpy.ndarray
-        ``(m,)``: ``-l(w; xi_{i j_i})``.
-    """
-    val, grad = problem._evaluate(w, pos)
-    return q @ grad, -val
-
-
-def draw_group_samples(problem: GroupProblem, rng: np.random.Generator, k: int) -> np.ndarray:
-    """``k`` draws of ``(j_1, ..., j_m)``, one uniform sample per group, as positions.
-
-    Parameters
-    ----------
-    problem : GroupProblem
-        The groups (``offsets`` and ``sizes``).
-    rng : numpy.random.Generator
-        Source of randomness.
-    k : int
-        Number of draws.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(k, m)`` int64 positions into the concatenated samples; column ``i`` lies in group ``i``.
-    """
-    return problem.offsets + (rng.random((k, problem.m)) * problem.sizes).astype(np.int64)
-
-
-class Snapshot:
-    """A snapshot ``z_bar = (w_bar, q_bar)``: its full operator and the stored per-sample values/gradients."""
-
-    def __init__(
-        self, problem: GroupProblem, w_bar: np.ndarray, q_bar: np.ndarray, offsets: np.ndarray | None = None
-    ) -> None:
-        self.w, self.q = w_bar, q_bar
-        self.values, self.grads = problem.full_eval(w_bar)  # N IFO
-        R = problem.group_means(self.values)
-        if offsets is not None:
-            R = R - offsets
-        self.F_w = q_bar @ problem.group_means(self.grads)
-        self.F_q = -R
-
-
-def vr_operator(
-    problem: GroupProblem, snap: Snapshot, w: np.ndarray, q: np.ndarray, pos: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The variance-reduced estimator ``F(z_bar) + F_xi(z) - F_xi(z_bar)``.
-
-    The same draw ``pos`` is used in both stochastic terms (``m`` IFO: the snapshot's per-sample terms are
-    stored). Equals ``F(z_bar)`` at ``z = z_bar`` for every draw.
-
-    Parameters
-    ----------
-    problem : GroupProblem
-        The ``m`` groups and their per-sample oracle.
-    snap : Snapshot
-        The snapshot ``z_bar``, its full operator and stored per-sample values and gradients.
-    w : numpy.ndarray
-        ``(d,)`` model.
-    q : numpy.ndarray
-        ``(m,)`` group weights on the simplex.
-    pos : numpy.ndarray
-        ``(m,)`` sample positions, one per group (a row of :func:`draw_group_samples`).
-
-    Returns
-    -------
-    g_w : numpy.ndarray
-        ``(d,)``: the w-block of the estimate.
-    g_q : numpy.ndarray
-        ``(m,)``: the q-block of the estimate.
-    """
-    val, grad = problem._evaluate(w, pos)
-    g_w = snap.F_w + q @ grad - snap.q @ snap.grads[pos]
-    g_q = snap.F_q - (val - snap.values[pos])
-    return g_w, g_q
-
-
-def snapshots(weights: np.ndarray, ws: np.ndarray, log_qs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Snapshot and mirror snapshot of an epoch from its iterates ``z_1..z_K`` and steps ``eta_0..eta_{K-1}``.
-
-    ``w_bar`` and ``q_bar`` are the step-weighted primal averages; ``q_hat`` is the mirror snapshot,
-    ``grad h(q_hat) = sum_k eta_k grad h(q_k) / sum eta`` on the simplex, i.e. the normalised weighted
-    geometric mean, the minimiser of ``sum_k eta_k KL(q || q_k)``. (The w-block's mirror snapshot equals
-    ``w_bar``: its mirror map is affine.)
-
-    Parameters
-    ----------
-    weights : numpy.ndarray
-        ``(K,)`` positive steps ``eta_0 .. eta_{K-1}`` (normalised here).
-    ws : numpy.ndarray
-        ``(K, d)`` w-iterates ``w_1 .. w_K``.
-    log_qs : numpy.ndarray
-        ``(K, m)`` logarithms of the q-iterates ``q_1 .. q_K``.
-
-    Returns
-    -------
-    w_bar : numpy.ndarray
-        ``(d,)`` step-weighted average of the w-iterates.
-    q_bar : numpy.ndarray
-        ``(m,)`` step-weighted average of the q-iterates, renormalised onto the simplex.
-    log_q_hat : numpy.ndarray
-        ``(m,)`` logarithm of the mirror snapshot ``q_hat``.
-    """
-    lam = np.asarray(weights, dtype=float) / float(np.sum(weights))
-    w_bar = lam @ ws
-    q_bar = lam @ np.exp(log_qs)
-    lq = lam @ log_qs
-    return w_bar, q_bar / q_bar.sum(), lq - logsumexp(lq)
-
-
-def one_level_vr_operator(
-    problem: GroupProblem, snap: Snapshot, w: np.ndarray, q: np.ndarray, group: int, pos: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """The one-level variance-reduced estimator ``F(z_bar) + m (F_ij(z) - F_ij(z_bar))`` (1 IFO).
-
-    One sample ``(i, j)`` (``i ~ Unif[m]``, ``j ~ Unif[n_i]``) weighted by ``m``: ``F_ij(w, q) = (q_i grad
-    l(w; xi_ij), -l(w; xi_ij) e_i)``; unbiased for ``F``. The estimator of the one-level baseline
-    (:func:`~icml24.group_dro.baselines.one_level_vr`), here for ALEG's ``estimator="one_level"`` ablation.
-
-    Parameters
-    ----------
-    problem : GroupProblem
-        The ``m`` groups and their per-sample oracle.
-    snap : Snapshot
-        The snapshot ``z_bar``.
-    w : numpy.ndarray
-        ``(d,)`` model.
-    q : numpy.ndarray
-        ``(m,)`` group weights on the simplex.
-    group : int
-        The sampled group ``i``.
-    pos : int
-        The sample's position in the concatenated samples (inside group ``i``).
-
-    Returns
-    -------
-    g_w : numpy.ndarray
-        ``(d,)``: the w-block of the estimate.
-    g_q : numpy.ndarray
-        ``(m,)``: the q-block of the estimate.
-    """
-    m = problem.m
-    val, grad = problem._evaluate(w, np.array([pos]))
-    g_w = snap.F_w + m * (q[group] * grad[0] - snap.q[group] * snap.grads[pos])
-    g_q = snap.F_q.copy()
-    g_q[group] -= m * (val[0] - snap.values[pos])
-    return g_w, g_q
-
-
+# ------------------------------------------------------------------------------------------- step pilot
 def pilot_gamma(
     problem: GroupProblem,
     *,
@@ -304,7 +107,7 @@ def pilot_gamma(
     largest factor whose gap is within :data:`AUTO_TOLERANCE` of the smallest wins. The grid's top, 64 by
     default, is a ceiling measured on synthetic problems (the module docstring): larger factors can look
     better in a short pilot and stall later. For a longer search on a finer grid, to a target gap, see
-    :func:`icml24.group_dro.experiments.tune`.
+    :func:`icml24.group_dro.tuning.tune`.
 
     Parameters
     ----------
@@ -400,9 +203,9 @@ def aleg(
         Anchor weight in ``[0, 1)`` (default ``1 - 1/K``, [inferred]).
     gamma : float or {"auto", "theory"}, default "auto"
         Step factor: ``eta = gamma * sqrt(1 - alpha) / L_F``. ``"theory"`` is :data:`THEORY_GAMMA` (0.99: the
-        convergence analysis needs ``gamma < 1``; 10-100 times too small in practice, see the module
-        docstring); ``"auto"`` picks a factor of :data:`AUTO_GRID` by :func:`pilot_gamma` (its IFO are counted
-        in the result and the chosen factor is ``info["gamma"]``); a number is used as given.
+        convergence analysis needs ``gamma < 1``; far too small in practice, see the module docstring); ``"auto"``
+        picks a factor of :data:`AUTO_GRID` by :func:`pilot_gamma` (its IFO are counted in the result and the chosen
+        factor is ``info["gamma"]``); a number is used as given.
     steps : sequence of float, optional
         Non-constant steps ``eta_0 .. eta_{K-1}`` used in every epoch (overrides ``gamma``).
     w0 : numpy.ndarray, optional

@@ -34,9 +34,10 @@ import numpy as np
 
 from ..errors import InputError
 from ..validation import check_float, check_int, check_rng
-from .aleg import Snapshot, draw_group_samples, snapshots
+from .glm_losses import SCALAR_LOSSES
 from .mirror import Budget, Callback, Geometry, Result, check_offsets, check_problem, check_stop
-from .problem import SCALAR_LOSSES, GroupProblem
+from .operators import Snapshot, draw_group_samples, snapshots
+from .problem import GroupProblem
 
 _OMEGA = 1.5  # range of ||w - c||^2 / (2 D^2) + (entropy + ln m) / ln m over W x Delta_m
 

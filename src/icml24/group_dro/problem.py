@@ -5,10 +5,12 @@ The problem of Yu, Cai, Jiang and Zhang (ICML 2024, arXiv 2403.03562):
     min_{w in W} max_{q in Delta_m}  phi(w, q) = sum_i q_i R_i(w),     R_i(w) = (1/n_i) sum_j l(w; xi_ij),
 
 a two-level finite sum (over groups, then over the samples of a group). A :class:`GroupProblem` holds the
-groups, a per-sample loss-and-gradient oracle and the set ``W`` (:class:`Ball` or :class:`Box`). It is
-built either from data (``X, y, groups`` and a loss of :data:`LOSSES`) or from a user's own per-sample
-oracle. Algorithms call :meth:`GroupProblem.sample_eval` and count every per-sample gradient evaluation
-(IFO, the paper's currency); the exact risks :meth:`GroupProblem.risks` are for evaluation only.
+groups, a per-sample loss-and-gradient oracle and the set ``W`` (:class:`Ball` or :class:`Box`, in
+:mod:`~icml24.group_dro.domain`). It is built either from data (``X, y, groups`` and a loss of :data:`LOSSES`,
+in :mod:`~icml24.group_dro.glm_losses`) or from a user's own per-sample oracle; the synthetic problem of the
+claims is :func:`~icml24.group_dro.world.synthetic_problem`. Algorithms call :meth:`GroupProblem.sample_eval`
+and count every per-sample gradient evaluation (IFO, the paper's currency); the exact risks
+:meth:`GroupProblem.risks` are for evaluation only.
 
 Assumptions of the paper's analysis (checked where checkable): ``W`` convex and compact,
 ``l(.; xi)`` convex, ``G``-Lipschitz and ``L``-smooth on ``W``. For the built-in losses ``G`` and ``L``
@@ -18,253 +20,14 @@ problem must state them.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 
-from ..data.groups import synthetic_groups
 from ..errors import InputError
-from ..validation import check_array, check_bool, check_float, check_int
-
-# --------------------------------------------------------------------------------------------- the set W
-
-
-@dataclass(frozen=True)
-class Ball:
-    """The Euclidean ball ``{w : ||w - center|| <= radius}`` as the set ``W``.
-
-    Parameters
-    ----------
-    radius : float
-        Positive.
-    center : sequence of float, optional
-        Default the origin.
-    """
-
-    radius: float
-    center: tuple[float, ...] | None = None
-
-    def __post_init__(self) -> None:
-        r = check_float(self.radius, "radius", min_val=0.0, include_boundaries="right")
-        object.__setattr__(self, "radius", r)
-        if self.center is not None:
-            c = check_array(self.center, "center", ndim=1)
-            object.__setattr__(self, "center", tuple(float(v) for v in c))
-
-    def bind(self, dim: int) -> "ConvexSet":
-        """The ball in dimension ``dim`` as a :class:`BallSet`."""
-        c = np.zeros(dim) if self.center is None else np.asarray(self.center, dtype=float)
-        if c.shape != (dim,):
-            raise InputError(f"domain center has {c.size} entries, the problem has dimension {dim}")
-        return BallSet(c, self.radius)
-
-
-@dataclass(frozen=True)
-class Box:
-    """The box ``{w : lower <= w <= upper}`` as the set ``W``.
-
-    Parameters
-    ----------
-    lower, upper : float or sequence of float
-        Finite bounds, ``upper > lower`` in every coordinate; scalars broadcast to every coordinate.
-    """
-
-    lower: float | tuple[float, ...]
-    upper: float | tuple[float, ...]
-
-    def __post_init__(self) -> None:
-        bounds = {}
-        for name in ("lower", "upper"):
-            a = check_array(getattr(self, name), name, ndim=(0, 1))
-            bounds[name] = a
-            object.__setattr__(self, name, float(a) if a.ndim == 0 else tuple(float(v) for v in a))
-        lo, hi = bounds["lower"], bounds["upper"]
-        if lo.ndim and hi.ndim and lo.shape != hi.shape:
-            raise InputError(f"lower has {lo.size} entries but upper has {hi.size}", "give bounds of one length")
-        if not np.all(hi > lo):
-            raise InputError("upper must exceed lower in every coordinate", "W must have a non-empty interior")
-
-    def bind(self, dim: int) -> "ConvexSet":
-        """The box in dimension ``dim`` as a :class:`BoxSet`."""
-        lo = (
-            np.broadcast_to(np.asarray(self.lower, dtype=float), (dim,)).copy()
-            if np.ndim(self.lower) == 0
-            else np.asarray(self.lower, dtype=float)
-        )
-        hi = (
-            np.broadcast_to(np.asarray(self.upper, dtype=float), (dim,)).copy()
-            if np.ndim(self.upper) == 0
-            else np.asarray(self.upper, dtype=float)
-        )
-        if lo.shape != (dim,) or hi.shape != (dim,):
-            raise InputError(f"box bounds must be scalars or have {dim} entries")
-        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
-            raise InputError("box bounds must be finite (W must be compact)")
-        if not np.all(hi > lo):
-            raise InputError("box upper bound must exceed lower bound in every coordinate")
-        return BoxSet(lo, hi)
-
-
-class ConvexSet:
-    """A bound convex compact set: projection, linear minimisation, centre and radius ``D``."""
-
-    center: np.ndarray
-    radius: float  # max distance from the centre: the D of the distance-generating function ||w-c||^2/(2D^2)
-
-    def project(self, w: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
-        """The Euclidean projection ``Pi_W(w)``, the point of ``W`` nearest to ``w``.
-
-        Parameters
-        ----------
-        w : numpy.ndarray
-            ``(d,)`` point.
-
-        Returns
-        -------
-        numpy.ndarray
-            ``(d,)`` point of ``W``.
-        """
-        raise NotImplementedError
-
-    def linear_min(self, g: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
-        """``argmin_{u in W} <g, u>``."""
-        raise NotImplementedError
-
-    def contains(self, w: np.ndarray, tol: float = 1e-9) -> bool:
-        """Whether ``w`` lies in ``W``: its distance to its projection is at most ``tol * max(1, D)``.
-
-        Parameters
-        ----------
-        w : numpy.ndarray
-            ``(d,)`` point.
-        tol : float, default 1e-9
-            Relative tolerance.
-
-        Returns
-        -------
-        bool
-        """
-        return bool(np.linalg.norm(self.project(w) - w) <= tol * max(1.0, self.radius))
-
-
-class BallSet(ConvexSet):
-    """A :class:`Ball` bound to a dimension."""
-
-    def __init__(self, center: np.ndarray, radius: float) -> None:
-        self.center, self.radius = center, float(radius)
-
-    def project(self, w: np.ndarray) -> np.ndarray:
-        """The Euclidean projection onto the ball: ``w`` radially pulled back to the sphere when outside.
-
-        Parameters
-        ----------
-        w : numpy.ndarray
-            ``(d,)`` point.
-
-        Returns
-        -------
-        numpy.ndarray
-            ``(d,)``: ``w`` itself (not a copy) when it lies in the ball, else a new array.
-        """
-        d = w - self.center
-        nrm = math.sqrt(float(d @ d))
-        if nrm <= self.radius:
-            return w
-        return self.center + d * (self.radius / nrm)
-
-    def linear_min(self, g: np.ndarray) -> np.ndarray:
-        nrm = float(np.linalg.norm(g))
-        return self.center.copy() if nrm == 0.0 else self.center - self.radius * g / nrm
-
-    def __repr__(self) -> str:
-        return f"Ball(radius={self.radius:g})"
-
-
-class BoxSet(ConvexSet):
-    """A :class:`Box` bound to a dimension."""
-
-    def __init__(self, lower: np.ndarray, upper: np.ndarray) -> None:
-        self.lower, self.upper = lower, upper
-        self.center = (lower + upper) / 2
-        self.radius = float(np.linalg.norm(upper - lower) / 2)
-
-    def project(self, w: np.ndarray) -> np.ndarray:
-        """The Euclidean projection onto the box: ``w`` clipped coordinatewise to ``[lower, upper]``.
-
-        Parameters
-        ----------
-        w : numpy.ndarray
-            ``(d,)`` point.
-
-        Returns
-        -------
-        numpy.ndarray
-            ``(d,)`` new array.
-        """
-        return np.clip(w, self.lower, self.upper)
-
-    def linear_min(self, g: np.ndarray) -> np.ndarray:
-        return np.where(g > 0, self.lower, self.upper)
-
-    def __repr__(self) -> str:
-        return f"Box(dim={self.lower.size})"
-
-
-# ---------------------------------------------------------------------------------------------- losses
-# A generalised linear loss l(w; x, y) = f(<x, w>, y): value f and derivative f' in the margin s = <x, w>.
-
-
-def _logistic(s: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    u = -y * s
-    val = np.logaddexp(0.0, u)
-    return val, -y * np.exp(u - val)  # d/ds = -y * sigmoid(u)
-
-
-def _squared(s: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    r = s - y
-    return 0.5 * r * r, r
-
-
-def _smoothed_hinge(s: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    # Quadratically smoothed hinge (smoothing width 1): 1/2 - u for u <= 0, (1-u)^2/2 on (0, 1), 0 for u >= 1.
-    u = y * s
-    val = np.where(u <= 0, 0.5 - u, np.where(u < 1, 0.5 * (1 - u) ** 2, 0.0))
-    du = np.where(u <= 0, -1.0, np.where(u < 1, u - 1.0, 0.0))
-    return val, y * du
-
-
-def _logistic_1(s: float, y: float) -> tuple[float, float]:
-    u = -y * s
-    val = u + math.log1p(math.exp(-u)) if u > 0 else math.log1p(math.exp(u))
-    return val, -y * math.exp(u - val)
-
-
-def _squared_1(s: float, y: float) -> tuple[float, float]:
-    r = s - y
-    return 0.5 * r * r, r
-
-
-def _smoothed_hinge_1(s: float, y: float) -> tuple[float, float]:
-    u = y * s
-    if u <= 0:
-        return 0.5 - u, -y
-    if u < 1:
-        return 0.5 * (1 - u) ** 2, y * (u - 1)
-    return 0.0, 0.0
-
-
-#: Scalar twins of the losses (same formulas on Python floats), for single-sample inner loops.
-SCALAR_LOSSES = {"logistic": _logistic_1, "squared": _squared_1, "smoothed_hinge": _smoothed_hinge_1}
-
-#: The built-in per-sample losses of :meth:`GroupProblem.from_data`: name -> (function of the margin, labels,
-#: curvature bound, derivative bound or None when it grows with the margin).
-LOSSES: dict[str, tuple[Callable, str, float, float | None]] = {
-    "logistic": (_logistic, "binary", 0.25, 1.0),
-    "squared": (_squared, "real", 1.0, None),
-    "smoothed_hinge": (_smoothed_hinge, "binary", 1.0, 1.0),
-}
+from ..validation import check_array, check_float, check_int
+from .domain import Ball, BallSet, Box, BoxSet, ConvexSet  # noqa: F401 - importable from here as before
+from .glm_losses import LOSSES, SCALAR_LOSSES  # noqa: F401 - importable from here as before
 
 Oracle = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
@@ -619,53 +382,6 @@ class GroupProblem:
         return f"GroupProblem(m={self.m}, n_total={self.n_total}, dim={self.dim}, {self.name})"
 
 
-def synthetic_problem(
-    m: int = 16,
-    n: int | tuple[int, int] = 100,
-    d: int = 20,
-    *,
-    radius: float = 5.0,
-    loss: str = "logistic",
-    box: bool = False,
-    seed: int = 0,
-    **kwargs,
-) -> GroupProblem:
-    """The synthetic multi-group problem of the claims: :func:`icml24.data.groups.synthetic_groups` as a
-    :class:`GroupProblem`.
-
-    Parameters
-    ----------
-    m, n, d : int (``n`` also ``(low, high)``), default 16, 100, 20
-        Groups, samples per group and dimension, as in :func:`~icml24.data.groups.synthetic_groups`.
-    radius : float, default 5.0
-        ``W = {||w|| <= radius}``.
-    loss : str, default "logistic"
-        One of :data:`LOSSES`.
-    box : bool, default False
-        Use the box ``[-radius/sqrt(d), radius/sqrt(d)]^d`` as ``W`` instead of the ball.
-    seed : int, default 0
-        Seed of the data.
-    **kwargs
-        ``shift`` and ``flip`` of :func:`~icml24.data.groups.synthetic_groups`.
-
-    Returns
-    -------
-    GroupProblem
-    """
-    unknown = sorted(set(kwargs) - {"shift", "flip"})
-    if unknown:
-        raise InputError(f"unknown argument {unknown[0]!r} of synthetic_problem", "it passes on only shift and flip")
-    box = check_bool(box, "box")
-    if not isinstance(loss, str) or loss not in LOSSES:
-        raise InputError(f"loss must be one of {', '.join(LOSSES)}, got {loss!r}")
-    radius = check_float(radius, "radius", min_val=0.0, include_boundaries="right")
-    X, y, g = synthetic_groups(m, n, d, seed=seed, **kwargs)
-    if loss == "squared":
-        y = y.astype(float)
-    dom = Box(-radius / np.sqrt(d), radius / np.sqrt(d)) if box else Ball(radius)
-    return GroupProblem.from_data(X, y, g, loss=loss, domain=dom)
-
-
 # ------------------------------------------------------------------------------------------ validation
 def _as_matrix(X, name: str) -> np.ndarray:
     """A non-empty, finite 2-D float64 array (samples x features)."""
@@ -731,5 +447,4 @@ __all__ = [
     "LOSSES",
     "SCALAR_LOSSES",
     "Oracle",
-    "synthetic_problem",
 ]

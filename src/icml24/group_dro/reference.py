@@ -20,8 +20,9 @@ from scipy import optimize
 
 from ..errors import InputError
 from ..validation import check_array
+from .domain import BallSet, BoxSet
 from .mirror import check_problem
-from .problem import BallSet, BoxSet, GroupProblem
+from .problem import GroupProblem
 
 
 @dataclass
