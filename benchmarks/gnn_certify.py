@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from icml24.gnn_certify.experiments import as_dicts, certify_mutag, runs_table, speed_summary
+from icml24.gnn_certify.mode_comparison import as_dicts, certify_mutag, runs_table, speed_summary
 from icml24.runs import atomic_write_json, environment
 
 # the official C plugin measured here: MUTAG 0-19, 10 %, strength 2, shift 1, 60 s

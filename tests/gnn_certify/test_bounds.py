@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from icml24.gnn_certify import AttackSpace, SAGEGraphClassifier, SAGENodeClassifier, basic_bounds, topology_bounds
+from icml24.gnn_certify.bound_checks import random_fixings
 from icml24.gnn_certify.bounds import k_most
-from icml24.gnn_certify.experiments import random_fixings
-from icml24.gnn_certify.network import network_from_module
+from icml24.gnn_certify.reading import network_from_module
 
 
 def _net(seed: int, task: str, f: int = 3):

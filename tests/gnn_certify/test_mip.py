@@ -8,7 +8,7 @@ import pytest
 
 from icml24.gnn_certify import NOT_ROBUST, ROBUST, brute_force_minimum, build_space, certify, compute_bounds
 from icml24.gnn_certify.attacks import greedy_attack
-from icml24.gnn_certify.experiments import synthetic_case
+from icml24.gnn_certify.exact_cases import synthetic_case
 from icml24.gnn_certify.mip import CertificationMIP, needed_nodes
 from icml24.threads import single_thread
 from tests.conftest import needs_mutag

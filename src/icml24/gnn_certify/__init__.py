@@ -16,7 +16,7 @@ Misener; ICML 2024; arXiv 2402.13937; official code github.com/christopherhojny/
   artefacts; :class:`SAGEGraphClassifier`, :class:`SAGENodeClassifier` -- the official architectures in PyG.
 - Any PyG model of ``SAGEConv(aggr="sum")`` / ``GINConv`` layers, PyG's ``GraphSAGE(aggr="sum")`` and ``GIN``
   model classes, ReLU, ``global_add_pool`` and ``Linear`` layers (GIN is not in the paper: its layer is the same
-  MIP with a per-node MLP; see :mod:`icml24.gnn_certify.network`).
+  MIP with a per-node MLP; see :mod:`icml24.gnn_certify.reading`).
 
 Deviations from the official code (each is also noted where it is implemented):
 
@@ -34,8 +34,8 @@ Deviations from the official code (each is also noted where it is implemented):
   self-loops and symmetrises the edge list); a ``robust`` verdict needs a dual bound > 1e-6 and a
   ``not_robust`` one an attack the user's PyG model confirms, otherwise the verdict is ``unknown``.
 - ``greedy_start=True`` (the default; not in the paper) hands SCIP the greedy attack as a second starting
-  solution, and decision mode also stops at a negative primal bound (``limits/primal``): at the paper's 10 %
-  budget every MUTAG graph 0-19 is decided at once; ``greedy_start=False`` is the paper's setting.
+  solution, and decision mode also stops at a negative primal bound (``limits/primal``), so an attack it finds
+  decides at once; ``greedy_start=False`` is the paper's setting.
 - ``attack_first=True`` adds a greedy attack before the MIP, skipping SCIP when it succeeds (off by default).
 """
 
@@ -48,13 +48,15 @@ require(
 
 # Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
 _EXPORTS = {
-    ".certify": (
-        "certify",
+    ".certify": ("certify",),
+    ".report": (
         "Certificate",
         "Report",
         "ROBUST",
         "NOT_ROBUST",
         "UNKNOWN",
+    ),
+    ".problem": (
         "build_space",
         "compute_bounds",
     ),
@@ -76,13 +78,17 @@ _EXPORTS = {
         "AttackSpace",
         "official_graph_budgets",
     ),
-    ".network": (
+    ".models": (
         "SAGEGraphClassifier",
         "SAGENodeClassifier",
-        "SageNetwork",
-        "network_from_module",
         "module_from_network",
+    ),
+    ".network": (
+        "SageNetwork",
         "network_to_json",
+    ),
+    ".reading": (
+        "network_from_module",
         "run_model",
     ),
     ".io": (

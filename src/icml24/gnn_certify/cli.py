@@ -115,8 +115,9 @@ def certify_command(args: argparse.Namespace) -> int:
         Bad arguments or files (the CLI prints one line and exits 2).
     """
     from ..threads import single_thread
-    from .certify import NOT_ROBUST, ROBUST, certify
+    from .certify import certify
     from .io import load_model_json, read_instance
+    from .report import NOT_ROBUST, ROBUST
 
     _check(args)
     model, net = load_model_json(args.model)

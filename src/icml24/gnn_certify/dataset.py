@@ -3,7 +3,7 @@
 ``certify_dataset(model, dataset, out="runs/mutag.jsonl")`` runs :func:`~icml24.gnn_certify.certify` on each
 graph with a per-graph time limit, shows a progress bar, appends one JSON line per finished graph (flushed and
 fsynced in one write, so a killed run loses at most the graph in flight; a truncated last line is dropped on
-resume) and returns a :class:`DatasetReport`: one :class:`~icml24.gnn_certify.certify.Report` per graph and the
+resume) and returns a :class:`DatasetReport`: one :class:`~icml24.gnn_certify.report.Report` per graph and the
 summary the paper's tables report (robust / not robust / unknown, solved within the limit, shifted geometric
 mean time, branch-and-bound nodes).
 """
@@ -26,8 +26,12 @@ from ..errors import InputError
 from ..validation import check_bool, check_choice, check_float, check_int, check_seed
 from ._checks import as_array, kept_modes
 from .bounds import MODES
-from .certify import MARGIN_TOL, NOT_ROBUST, ROBUST, SETTINGS, UNKNOWN, Report, certify, check_scip_params
-from .network import GRAPH, SageNetwork, module_from_network, network_from_module, network_to_json
+from .certify import MARGIN_TOL, certify
+from .models import module_from_network
+from .network import GRAPH, SageNetwork, network_to_json
+from .reading import network_from_module
+from .report import NOT_ROBUST, ROBUST, UNKNOWN, Report
+from .scip_settings import SETTINGS, check_scip_params
 
 log = logging.getLogger(__name__)
 REFUSED = "refused"

@@ -25,7 +25,8 @@ import torch
 from ..data import data_root
 from ..errors import DataUnavailable, InputError
 from ..validation import check_int
-from .network import GRAPH, NODE, DenseLayer, SageLayer, SageNetwork, check_shapes, module_from_network
+from .models import module_from_network
+from .network import GRAPH, NODE, DenseLayer, SageLayer, SageNetwork, check_shapes
 
 SOURCE = "github.com/christopherhojny/SCIP-MPNN, data_experiments/ (Apache-2.0)"
 MUTAG_GRAPHS = 188

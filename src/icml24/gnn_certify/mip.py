@@ -1,5 +1,6 @@
 """The verification MIP (paper §3, eqs. (2)-(4); ``probdata_robustclassify.c`` / ``probdata_nodeclassify.c``)
-and the aggressive-bounds-tightening separator (paper §3.3; ``sepa_relu_robustclassify.c``), on PySCIPOpt.
+on PySCIPOpt; its aggressive-bounds-tightening separator (abt, paper §3.3) is in
+:mod:`~icml24.gnn_certify.abt_separator`.
 
 Variables: binary ``a_s`` per slot (an undirected pair or an existing arc); ``h[l][v, f]`` the output of SAGE
 layer ``l``; binary ``s[l][v, f]`` per ReLU whose pre-activation bounds straddle 0; ``z[l][m, g] = a * h_u`` per
@@ -28,9 +29,7 @@ Additions: the unperturbed graph is handed to SCIP as a starting solution (SCIP 
 dual bound turns positive); with ``greedy_start`` (``certify``'s default, not the paper's) so is the greedy
 attack of :mod:`~icml24.gnn_certify.attacks`, and decision mode also stops at an attack whose margin is below
 ``-PRIMAL_STOP`` (``limits/primal``), so a not-robust run found by the greedy start ends before presolving
-(the official decision mode waits for a finite dual bound, i.e. presolving and the root LP); abt separates LP
-solutions only (the official separator also has an ``execsol`` callback for arbitrary solutions, which SCIP's
-default plugins rarely call).
+(the official decision mode waits for a finite dual bound, i.e. presolving and the root LP).
 """
 
 from __future__ import annotations
@@ -40,15 +39,15 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from pyscipopt import SCIP_RESULT, Model, Sepa, quicksum
+from pyscipopt import Model, quicksum
 
+from .abt_separator import TopologySepa, has_var
 from .attacks import greedy_attack
-from .bounds import Bounds, topology_bounds_unchecked
+from .bounds import Bounds
 from .network import GRAPH, SageNetwork
 from .space import AttackSpace
 
 PRIMAL_STOP = 1e-6  # decision mode stops at an attack of margin <= -PRIMAL_STOP (SCIP's feasibility tolerance)
-EFFICACY = 1e-4  # SCIPisEfficacious with the default separating/minefficacy(root) = 1e-4
 
 
 @dataclass
@@ -87,14 +86,6 @@ class SolveResult:
     global_cuts: int = 0
     separator_calls: int = 0
     stats: dict = field(default_factory=dict)
-
-
-_is_var = np.frompyfunc(lambda o: o is not None, 1, 1)
-
-
-def _has(arr: np.ndarray) -> np.ndarray:
-    """bool mask of the entries of an object array that hold a variable."""
-    return _is_var(arr).astype(bool) if arr.size else np.zeros(arr.shape, dtype=bool)
 
 
 class _Assignment:
@@ -182,9 +173,9 @@ class CertificationMIP:
         self.need = needed_nodes(net, space)
         self.clean_x = space.x_lb if clean_x is None else np.asarray(clean_x, dtype=np.float64)
         self._build()
-        self.sepa: _TopologySepa | None = None
+        self.sepa: TopologySepa | None = None
         if separator:
-            self.sepa = _TopologySepa(self)
+            self.sepa = TopologySepa(self)
             self.model.includeSepa(
                 self.sepa,
                 "ReLUrc",
@@ -398,11 +389,11 @@ class CertificationMIP:
                     vals[self.x[v, g]] = float(hprev[v, g])
         for l, layer in enumerate(net.sage):
             z = self.z[l]
-            for mi, g in zip(*np.nonzero(_has(z))):
+            for mi, g in zip(*np.nonzero(has_var(z))):
                 vals[z[mi, g]] = float(a_slot[sp.msg_slot[mi]] * hprev[sp.msg_src[mi], g])
             pre = hprev @ layer.w_root.T + (adj.T @ hprev) @ layer.w_nbr.T + layer.bias
             hcur = np.maximum(pre, 0.0) if layer.relu else pre
-            for v, f in zip(*np.nonzero(_has(self.pre[l]))):
+            for v, f in zip(*np.nonzero(has_var(self.pre[l]))):
                 vals[self.pre[l][v, f]] = float(pre[v, f])
                 vals[self.h[l][v, f]] = float(hcur[v, f])
                 if self.s[l][v, f] is not None:
@@ -498,7 +489,7 @@ class CertificationMIP:
             flips = a != self.space.slot_present
             if not self.space.fixed_features:
                 x = self.clean_x.copy()
-                for v, g in zip(*np.nonzero(_has(self.x))):
+                for v, g in zip(*np.nonzero(has_var(self.x))):
                     x[v, g] = m.getSolVal(best, self.x[v, g])
                 x = np.clip(x, self.space.x_lb, self.space.x_ub)  # SCIP may overshoot by its tolerance
         res = SolveResult(
@@ -539,160 +530,6 @@ def space_target(space: AttackSpace) -> int:
     if space.target_node is None:
         raise ValueError("node classification needs a target node")
     return int(space.target_node)
-
-
-# ---------------------------------------------------------------------------------------------- abt
-class _TopologySepa(Sepa):
-    """abt: at every node, topology bounds under the local adjacency fixings, then the ReLU rows (sparse
-    ``h <= U s``, dense ``h <= pre - L(1 - s)``) and the product rows with those local bounds, added as local
-    cuts below the root and as global (pool) cuts at the root (``sepa_relu_robustclassify.c``)."""
-
-    def __init__(self, mip: CertificationMIP) -> None:
-        self.mip = mip
-        self.n_local = self.n_global = self.calls = 0
-        self._ready = False
-
-    def sepainitsol(self) -> None:
-        m, mip = self.model, self.mip
-
-        def tr(arr):
-            out = np.empty(arr.shape, dtype=object)
-            for idx in zip(*np.nonzero(_has(arr))):
-                out[idx] = m.getTransformedVar(arr[idx])
-            return out
-
-        self.a = [None if v is None else m.getTransformedVar(v) for v in mip.a]
-        self.x = tr(mip.x)
-        self.h = [tr(a) for a in mip.h]
-        self.pre = [tr(a) for a in mip.pre]
-        self.s = [tr(a) for a in mip.s]
-        self.z = [tr(a) for a in mip.z]
-        self.dense = []  # (layer, feature, h, pre, s) of dense ReLUs with a binary (official separatedense)
-        if mip.net.task == GRAPH:
-            for d_i in range(len(mip.net.dense)):
-                for f, sv in enumerate(mip.dense_s[d_i]):
-                    if sv is not None:
-                        self.dense.append(
-                            (
-                                d_i,
-                                f,
-                                m.getTransformedVar(mip.dense_h[d_i][f]),
-                                m.getTransformedVar(mip.dense_pre[d_i][f]),
-                                m.getTransformedVar(sv),
-                            )
-                        )
-        # index lists of what can be separated
-        self.relu_idx = [np.argwhere(_has(s)) for s in self.s]
-        self.z_idx = [np.argwhere(_has(z)) for z in self.z]
-        self._ready = True
-
-    @staticmethod
-    def _local(v, present: bool = False) -> tuple[float, float]:
-        if v is None:  # frozen slot: its clean state
-            return (1.0, 1.0) if present else (0.0, 0.0)
-        if v.getStatus() == "MULTAGGR":
-            return 0.0, 1.0
-        return v.getLbLocal(), v.getUbLocal()
-
-    def sepaexeclp(self) -> dict:
-        if not self._ready:
-            return {"result": SCIP_RESULT.DIDNOTRUN}
-        self.calls += 1
-        m, mip, sp = self.model, self.mip, self.mip.space
-        pres = sp.slot_present
-        lohi = np.array([self._local(v, pres[s]) for s, v in enumerate(self.a)]).reshape(-1, 2)
-        x_lo = x_hi = None
-        if not sp.fixed_features:
-            x_lo, x_hi = sp.x_lb.copy(), sp.x_ub.copy()
-            for v, g in zip(*np.nonzero(_has(self.x))):
-                x_lo[v, g], x_hi[v, g] = self._local(self.x[v, g])
-        b = topology_bounds_unchecked(mip.net, sp, lohi[:, 0], lohi[:, 1], x_lo, x_hi, False)
-        if b.infeasible:
-            return {"result": SCIP_RESULT.CUTOFF}
-        local = m.getDepth() > 0
-        added = 0
-        infeasible = False
-
-        def val(v) -> float:
-            return v.getLPSol()
-
-        def emit(name: str, terms: list, rhs: float) -> None:
-            nonlocal added, infeasible
-            row = m.createEmptyRowSepa(self, name, lhs=None, rhs=rhs, local=local, modifiable=False, removable=True)
-            m.cacheRowExtensions(row)
-            for var, c in terms:
-                m.addVarToRow(row, var, c)
-            m.flushRowExtensions(row)
-            if local:
-                infeasible |= bool(m.addCut(row, forcecut=False))
-                self.n_local += 1
-            else:
-                m.addPoolCut(row)
-                self.n_global += 1
-            m.releaseRow(row)
-            added += 1
-
-        for l in range(len(mip.net.sage)):
-            # ReLU rows with the local pre-activation bounds
-            idx = self.relu_idx[l]
-            if len(idx):
-                lo = b.pre_lo[l][idx[:, 0], idx[:, 1]]
-                hi = b.pre_hi[l][idx[:, 0], idx[:, 1]]
-                hv = np.array([val(self.h[l][v, f]) for v, f in idx])
-                sv = np.array([val(self.s[l][v, f]) for v, f in idx])
-                pv = np.array([val(self.pre[l][v, f]) for v, f in idx])
-                viol_sparse = hv - hi * sv
-                viol_dense = hv - pv + lo * (1.0 - sv)
-                for i in np.flatnonzero(viol_sparse > EFFICACY):
-                    v, f = idx[i]
-                    emit(f"relu_sparse_{l}_{v}_{f}", [(self.h[l][v, f], 1.0), (self.s[l][v, f], -float(hi[i]))], 0.0)
-                for i in np.flatnonzero(viol_dense > EFFICACY):
-                    v, f = idx[i]
-                    emit(
-                        f"relu_dense_{l}_{v}_{f}",
-                        [(self.h[l][v, f], 1.0), (self.pre[l][v, f], -1.0), (self.s[l][v, f], -float(lo[i]))],
-                        -float(lo[i]),
-                    )
-            # product rows with the local bounds of h_u and z
-            zi = self.z_idx[l]
-            if len(zi):
-                mi, g = zi[:, 0], zi[:, 1]
-                src = sp.msg_src[mi]
-                prev = self.x if l == 0 else self.h[l - 1]
-                lh = (b.inp_lo if l == 0 else b.out_lo[l - 1])[src, g]
-                uh = (b.inp_hi if l == 0 else b.out_hi[l - 1])[src, g]
-                lz, uz = b.aux_lo[l][mi, g], b.aux_hi[l][mi, g]
-                zv = np.array([val(self.z[l][i, j]) for i, j in zi])
-                hvv = np.array([val(prev[u, j]) for u, j in zip(src, g)])
-                av = np.array([val(self.a[sp.msg_slot[i]]) for i in mi])
-                v1 = zv - hvv + lh * (1.0 - av)
-                v2 = -zv + hvv - uh * (1.0 - av)
-                v3 = zv - uz * av
-                v4 = -zv + lz * av
-                for k in np.flatnonzero(v1 > EFFICACY):
-                    zz, hh, aa = self.z[l][mi[k], g[k]], prev[src[k], g[k]], self.a[sp.msg_slot[mi[k]]]
-                    emit(f"aux1_{l}_{mi[k]}_{g[k]}", [(zz, 1.0), (hh, -1.0), (aa, -float(lh[k]))], -float(lh[k]))
-                for k in np.flatnonzero(v2 > EFFICACY):
-                    zz, hh, aa = self.z[l][mi[k], g[k]], prev[src[k], g[k]], self.a[sp.msg_slot[mi[k]]]
-                    emit(f"aux2_{l}_{mi[k]}_{g[k]}", [(zz, -1.0), (hh, 1.0), (aa, float(uh[k]))], float(uh[k]))
-                for k in np.flatnonzero(v3 > EFFICACY):
-                    zz, aa = self.z[l][mi[k], g[k]], self.a[sp.msg_slot[mi[k]]]
-                    emit(f"aux3_{l}_{mi[k]}_{g[k]}", [(zz, 1.0), (aa, -float(uz[k]))], 0.0)
-                for k in np.flatnonzero(v4 > EFFICACY):
-                    zz, aa = self.z[l][mi[k], g[k]], self.a[sp.msg_slot[mi[k]]]
-                    emit(f"aux4_{l}_{mi[k]}_{g[k]}", [(zz, -1.0), (aa, float(lz[k]))], 0.0)
-            if infeasible:
-                return {"result": SCIP_RESULT.CUTOFF}
-        for d_i, f, hv, pv, sv in self.dense:  # dense-layer ReLUs (official separateCutsLayerDense)
-            lo, hi = float(b.dense_pre_lo[d_i][f]), float(b.dense_pre_hi[d_i][f])
-            h_, p_, s_ = val(hv), val(pv), val(sv)
-            if h_ - hi * s_ > EFFICACY:
-                emit(f"relu_dense_sparse_{d_i}_{f}", [(hv, 1.0), (sv, -hi)], 0.0)
-            if h_ - p_ + lo * (1.0 - s_) > EFFICACY:
-                emit(f"relu_dense_dense_{d_i}_{f}", [(hv, 1.0), (pv, -1.0), (sv, -lo)], -lo)
-        if infeasible:
-            return {"result": SCIP_RESULT.CUTOFF}
-        return {"result": SCIP_RESULT.SEPARATED if added else SCIP_RESULT.DIDNOTFIND}
 
 
 __all__ = ["CertificationMIP", "SolveResult", "needed_nodes", "space_target"]
