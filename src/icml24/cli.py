@@ -7,6 +7,7 @@ shows the traceback instead.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import os
@@ -108,9 +109,8 @@ def _parser() -> argparse.ArgumentParser:
     from . import registry
 
     for slug in registry.SLUGS:
-        module = registry.load_light(slug, "cli")
-        if module is not None:
-            module.register(sub, [common])
+        if registry.module_file(slug, "cli") is not None:
+            importlib.import_module(f"icml24.{slug}.cli").register(sub, [common])
     return p
 
 

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import sys
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
 from .claims import Method
 from .errors import InputError
@@ -256,53 +254,11 @@ def is_implemented(slug: str) -> bool:
     return slug in _EXTRA or module_file(slug, "paper") is not None
 
 
-def load_light(slug: str, name: str) -> ModuleType | None:
-    """Execute ``icml24/<slug>/<name>.py`` without importing the package ``icml24.<slug>`` (and so torch).
-
-    A method's ``paper.py`` and ``cli.py`` are *light*: at module level they import only the core
-    (``icml24.claims``, ``icml24.registry``, ``icml24.errors``, ``icml24.validation``) and name their heavy
-    code as ``"module:function"`` strings or import it inside functions. ``icml24 list`` and the verbs'
-    ``--help`` read them this way in well under a second. The module is not entered in ``sys.modules``:
-    the real import, when it happens, makes its own.
-
-    Parameters
-    ----------
-    slug : str
-    name : str
-        ``"paper"`` or ``"cli"``.
-
-    Returns
-    -------
-    module or None
-        None when the file does not exist.
-    """
-    path = module_file(slug, name)
-    if path is None:
-        return None
-    key = (slug, name)
-    if key not in _LIGHT:
-        spec = importlib.util.spec_from_file_location(f"icml24.{slug}.{name}", path)
-        module = importlib.util.module_from_spec(spec)
-        # entered in sys.modules only while it executes (dataclasses and pickling look it up there)
-        placed = sys.modules.setdefault(spec.name, module) is module
-        try:
-            spec.loader.exec_module(module)
-        finally:
-            if placed:
-                sys.modules.pop(spec.name, None)
-        _LIGHT[key] = module
-    return _LIGHT[key]
-
-
-_LIGHT: dict[tuple[str, str], ModuleType] = {}
-
-
 def describe(slug: str) -> Method | None:
-    """The :class:`Method` of ``slug`` read from its light ``paper.py`` (no torch), or None when planned.
+    """The :class:`Method` of ``slug``, or None while it is only planned (an alias of :func:`get`).
 
-    Its claims can be listed and counted; running them imports the method (``run`` strings resolve then).
-    Claims read light cannot be pickled (their ``holds`` lives in a module outside ``sys.modules``); once the
-    method is imported, this returns the imported ``METHOD``.
+    A method's package ``__init__`` is lazy and its ``paper.py`` imports only the core, so this imports no torch:
+    ``icml24 list`` and the verbs' ``--help`` read every method this way in well under a second.
 
     Parameters
     ----------
@@ -312,19 +268,7 @@ def describe(slug: str) -> Method | None:
     -------
     Method or None
     """
-    slug = check_slug(slug)
-    if slug in _EXTRA:
-        return _EXTRA[slug]
-    loaded = sys.modules.get(f"icml24.{slug}.paper")  # the method is imported already: its own objects
-    if loaded is not None and isinstance(getattr(loaded, "METHOD", None), Method):
-        return loaded.METHOD
-    module = load_light(slug, "paper")
-    if module is None:
-        return None
-    method = getattr(module, "METHOD", None)
-    if not isinstance(method, Method) or method.slug != slug:
-        raise InputError(f"icml24/{slug}/paper.py does not define METHOD for {slug!r}")
-    return method
+    return get(slug)
 
 
 def check_slug(slug: str) -> str:
@@ -405,6 +349,5 @@ __all__ = [
     "method",
     "check_slug",
     "describe",
-    "load_light",
     "module_file",
 ]

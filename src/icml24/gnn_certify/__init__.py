@@ -42,9 +42,6 @@ Deviations from the official code (each is also noted where it is implemented):
 from ..extras import require
 from ..lazy import lazy_package
 
-require(
-    "torch_geometric", "pyscipopt", extra="graphs", what="gnn_certify"
-)  # cheap (find_spec): a missing extra is one line at import
 
 # Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
 _EXPORTS = {
@@ -100,4 +97,6 @@ _EXPORTS = {
         "network_from_json",
     ),
 }
-__getattr__, __dir__, __all__ = lazy_package(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_package(
+    __name__, _EXPORTS, require=lambda: require("torch_geometric", "pyscipopt", extra="graphs", what="gnn_certify")
+)

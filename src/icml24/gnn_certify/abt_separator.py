@@ -11,6 +11,11 @@ which SCIP's default plugins rarely call).
 from __future__ import annotations
 
 import numpy as np
+
+from ..extras import require
+
+require("torch_geometric", "pyscipopt", extra="graphs", what="gnn_certify")
+
 from pyscipopt import SCIP_RESULT, Sepa
 
 from .bounds import topology_bounds_unchecked

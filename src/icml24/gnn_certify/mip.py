@@ -39,6 +39,11 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from ..extras import require
+
+require("torch_geometric", "pyscipopt", extra="graphs", what="gnn_certify")
+
 from pyscipopt import Model, quicksum
 
 from .abt_separator import TopologySepa, has_var

@@ -3,7 +3,6 @@
 from ..extras import require
 from ..lazy import lazy_package
 
-require("torch_geometric", extra="graphs", what="seed_gnn")  # cheap (find_spec): a missing extra is one line at import
 
 # Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
 _EXPORTS = {
@@ -31,4 +30,6 @@ _EXPORTS = {
         "run_editors",
     ),
 }
-__getattr__, __dir__, __all__ = lazy_package(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_package(
+    __name__, _EXPORTS, require=lambda: require("torch_geometric", extra="graphs", what="seed_gnn")
+)

@@ -11,6 +11,11 @@ import torch
 import torch.nn.functional as F
 from scipy.optimize import nnls
 from torch import Tensor, nn
+
+from ..extras import require
+
+require("torch_geometric", extra="graphs", what="seed_gnn")  # one line naming the extra, not a raw ImportError
+
 from torch_geometric.data import Data
 from torch_geometric.utils import k_hop_subgraph
 

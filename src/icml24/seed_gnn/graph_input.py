@@ -11,6 +11,11 @@ from typing import Any, Sequence
 
 import torch
 from torch import Tensor, nn
+
+from ..extras import require
+
+require("torch_geometric", extra="graphs", what="seed_gnn")  # one line naming the extra, not a raw ImportError
+
 from torch_geometric.data import Data
 from torch_geometric.utils import is_torch_sparse_tensor, k_hop_subgraph, subgraph, to_edge_index
 

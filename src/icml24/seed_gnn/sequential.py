@@ -16,6 +16,11 @@ from typing import Any, Sequence
 
 import torch
 from torch import Tensor, nn
+
+from ..extras import require
+
+require("torch_geometric", extra="graphs", what="seed_gnn")  # one line naming the extra, not a raw ImportError
+
 from torch_geometric.data import Data
 
 from ..errors import InputError

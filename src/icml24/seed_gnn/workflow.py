@@ -18,6 +18,11 @@ from typing import Iterable, Sequence
 
 import torch
 from torch import nn
+
+from ..extras import require
+
+require("torch_geometric", extra="graphs", what="seed_gnn")  # one line naming the extra, not a raw ImportError
+
 from torch_geometric.data import Data
 
 from ..data import csbm, data_root, planetoid

@@ -8,7 +8,6 @@ from typing import Iterable, Sequence
 from .. import registry
 from ..claims import Claim, Scale
 from ..errors import InputError, RunDirError
-from ..extras import MissingExtra
 from ..prereq import unmet
 from ..validation import check_seed
 
@@ -34,12 +33,7 @@ def select_claims(targets: Sequence[str] | None) -> list[Claim]:
     if not targets:
         out: list[Claim] = []
         for slug in registry.all_slugs():
-            try:
-                m = registry.get(slug)
-            except MissingExtra as exc:
-                # its claims are still listed (read light); each records this one-line error when it runs
-                log.warning("%s", exc.one_line())
-                m = registry.describe(slug)
+            m = registry.get(slug)  # light: a missing extra shows when a claim runs, as its one-line error
             if m is not None:
                 out.extend(m.claims)
         return out
