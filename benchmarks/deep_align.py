@@ -23,8 +23,11 @@ import torch
 
 from icml24.claims import Scale
 from icml24.deep_align import DeepAlign, activation_matching, sinkhorn_rebasin, train_zoo, weight_matching
-from icml24.deep_align.experiments import SETTINGS, held_out_pairs, stack_perms
-from icml24.deep_align.weights import WeightBatch, barrier_and_auc, interpolation_losses, permute_hard
+from icml24.deep_align.evaluation import barrier_and_auc, interpolation_losses
+from icml24.deep_align.experiments import SETTINGS
+from icml24.deep_align.measurements import held_out_pairs, stack_perms
+from icml24.deep_align.permutations import permute_hard
+from icml24.deep_align.weights import WeightBatch
 from icml24.runs import artifacts_to, atomic_write_json, environment, save_figure
 
 
@@ -234,7 +237,7 @@ def _width_scan(args, quick) -> list[dict]:
     """Time per pair against the hidden width ``w`` of MLPs ``64 -> w -> w -> 10``: Deep-Align's encoder (same
     configuration, untrained: the time does not depend on the weights) plus Hungarian, batched, vs Weight
     Matching on freshly initialised networks (its sweeps, hence its time, depend on the weights)."""
-    from icml24.data.zoo import init_mlps
+    from icml24.deep_align.world import init_mlps
 
     print(f"\ntime per pair vs hidden width (64 -> w -> w -> 10, {args.scan_pairs} random pairs, untrained encoder):")
     print(f"{'w':>6}{'DA batched ms':>15}{'WM ms':>10}{'WM sweeps':>11}{'WM / DA':>9}")

@@ -5,15 +5,10 @@ from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment
 
 from icml24.deep_align import activation_matching, sinkhorn_rebasin, train_zoo, weight_matching, wm_objective
+from icml24.deep_align.evaluation import barrier_and_auc, interpolation_losses
+from icml24.deep_align.permutations import invert, permute_hard, random_perms
 from icml24.deep_align.training import permutation_accuracy
-from icml24.deep_align.weights import (
-    WeightBatch,
-    barrier_and_auc,
-    interpolation_losses,
-    invert,
-    permute_hard,
-    random_perms,
-)
+from icml24.deep_align.weights import WeightBatch
 from icml24.threads import single_thread
 
 

@@ -11,7 +11,7 @@ import torch
 
 from icml24 import registry
 from icml24.claims import Scale
-from icml24.deep_align import DeepAlign, experiments, paper
+from icml24.deep_align import DeepAlign, experiments, measurements, paper
 from icml24.testing import check_claim
 
 
@@ -119,7 +119,7 @@ def test_an_untrained_aligner_fails_the_exactness_and_quality_claims(monkeypatch
     monkeypatch.setattr(experiments, "held_out_pairs", lambda zoo: tuple(w[first] for w in pairs(zoo)))
     res = experiments.pair_study(s, Scale.SMOKE, 0)
     assert res["n"] == 28
-    m = experiments.quality_metrics(s, res)
+    m = measurements.quality_metrics(s, res)
     assert paper.QUALITY.judge(m) is False and m["untrained_minus_da"] < 2 * m["untrained_minus_da_se"]
 
 

@@ -20,7 +20,8 @@ from icml24.deep_align import (
     wm_objective,
 )
 from icml24.deep_align.cnn import cnn_forward, cnn_interpolation_losses, init_cnns
-from icml24.deep_align.weights import architecture, from_sequential, permute_hard, random_perms, write_into
+from icml24.deep_align.conversion import architecture, from_sequential, write_into
+from icml24.deep_align.permutations import permute_hard, random_perms
 from tests.conftest import needs_fashion
 
 

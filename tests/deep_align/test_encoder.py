@@ -7,9 +7,10 @@ from hypothesis import strategies as st
 
 from icml24.deep_align import DeepAlign
 from icml24.deep_align.encoder import DeepAlignNet, EncoderConfig
+from icml24.deep_align.permutations import invert, permute_hard, random_perms
 from icml24.deep_align.sinkhorn import hungarian
 from icml24.deep_align.training import permutation_accuracy
-from icml24.deep_align.weights import WeightBatch, invert, permute_hard, random_perms
+from icml24.deep_align.weights import WeightBatch
 from icml24.threads import single_thread
 
 TOL = 1e-5

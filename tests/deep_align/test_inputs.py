@@ -15,8 +15,8 @@ from icml24.deep_align import (
     train_zoo,
     weight_matching,
 )
+from icml24.deep_align.conversion import from_sequential
 from icml24.deep_align.training import TrainConfig
-from icml24.deep_align.weights import from_sequential
 from icml24.errors import InputError
 
 

@@ -1,6 +1,8 @@
 import torch
 
 from icml24.deep_align.encoder import DeepAlignNet, EncoderConfig
+from icml24.deep_align.evaluation import forward
+from icml24.deep_align.permutations import invert, perm_matrices, permute_hard, random_perms
 from icml24.deep_align.training import (
     TrainConfig,
     augment,
@@ -10,7 +12,7 @@ from icml24.deep_align.training import (
     row_quantile,
     supervised_loss,
 )
-from icml24.deep_align.weights import WeightBatch, forward, invert, perm_matrices, permute_hard, random_perms
+from icml24.deep_align.weights import WeightBatch
 from icml24.threads import single_thread
 
 WIDTHS = (6, 5, 4, 3)

@@ -7,7 +7,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from icml24.deep_align import DeepAlign, interpolation, merge, permute, weight_matching, wm_objective
-from icml24.deep_align.weights import from_sequential, from_state_dict, random_perms
+from icml24.deep_align.conversion import from_sequential, from_state_dict
+from icml24.deep_align.permutations import random_perms
 from icml24.errors import InputError
 
 

@@ -4,20 +4,10 @@ from hypothesis import strategies as st
 from torch import nn
 
 from icml24.deep_align import merge, permute
-from icml24.deep_align.weights import (
-    WeightBatch,
-    barrier_and_auc,
-    compose,
-    forward,
-    from_sequential,
-    invert,
-    lerp,
-    perm_matrices,
-    permute_hard,
-    permute_soft,
-    random_perms,
-    to_sequential,
-)
+from icml24.deep_align.conversion import from_sequential, to_sequential
+from icml24.deep_align.evaluation import barrier_and_auc, forward, lerp
+from icml24.deep_align.permutations import compose, invert, perm_matrices, permute_hard, permute_soft, random_perms
+from icml24.deep_align.weights import WeightBatch
 from icml24.threads import single_thread
 
 
@@ -107,10 +97,10 @@ def test_lerp_end_points():
     assert torch.equal(lerp(a, b, torch.zeros(2)).weights[1], b.weights[1])
 
 
-def test_train_zoo_holds_the_data_zoo_networks_in_fan_in_layout():
-    """``train_zoo`` is ``icml24.data.zoo.mlp_zoo`` seen as a WeightBatch: the same networks, transposed."""
-    from icml24.data.zoo import mlp_zoo
+def test_train_zoo_holds_the_world_networks_in_fan_in_layout():
+    """``train_zoo`` is ``icml24.deep_align.world.mlp_zoo`` seen as a WeightBatch: the same networks, transposed."""
     from icml24.deep_align import train_zoo
+    from icml24.deep_align.world import mlp_zoo
 
     with single_thread():
         z = mlp_zoo(4, widths=(64, 6, 5, 10), val=1, test=1, steps=3, seed=2)

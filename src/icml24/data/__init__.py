@@ -21,7 +21,6 @@ _LAZY = {
     "digits": "tabular",
     "fashion_mnist": "tabular",
     "gaussian_mixture": "tabular",
-    "synthetic_groups": "groups",
     "GroupedSplit": "grouped",
     "fashion_mnist_inverted": "grouped",
     "SpuriousData": "spurious",
@@ -30,8 +29,6 @@ _LAZY = {
     "mnist17_border": "spurious",
     "digits_border": "spurious",
     "fashion_border": "spurious",
-    "MLPZoo": "zoo",
-    "mlp_zoo": "zoo",
 }
 
 __all__ = ["data_root", "cache_dir", *_LAZY]

@@ -13,7 +13,7 @@ Public API
 ``permute(net, perms)``  a network with its hidden neurons permuted (same function)
 ``merge(a, b, alpha, perms)``  ``alpha * a + (1 - alpha) * permute(b, perms)``
 ``interpolation(a, b, x, y)``  the loss along the linear path, its barrier and AUC
-``train_zoo`` / ``Zoo``  a model zoo (small MLPs on digits from different seeds, ``icml24.data.zoo``) as weights
+``train_zoo`` / ``Zoo``  a model zoo (small MLPs on digits from different seeds, ``deep_align.world``) as weights
 ``train_cnn_zoo`` / ``CNNSpec``  a zoo of small CNNs on Fashion-MNIST (the paper's CNN setting; CIFAR-10 is not
                          available offline); every function above also takes CNNs (channels are permuted)
 ``weight_matching``, ``activation_matching``, ``sinkhorn_rebasin``  the baselines (``baselines.py``)
@@ -48,12 +48,14 @@ _EXPORTS = {
         "History",
         "TrainConfig",
     ),
-    ".weights": (
-        "WeightBatch",
-        "Zoo",
+    ".weights": ("WeightBatch",),
+    ".conversion": (
         "from_sequential",
         "from_state_dict",
         "to_sequential",
+    ),
+    ".zoo": (
+        "Zoo",
         "train_zoo",
     ),
     ".paths": ("interpolation",),

@@ -20,20 +20,13 @@ from torch import nn
 from ..errors import InputError
 from ..runs import atomic_write_bytes
 from ..validation import check_seed, check_tensor
+from .conversion import architecture, check_same_dtype, from_sequential, from_state_dict
 from .encoder import DeepAlignNet, EncoderConfig
+from .permutations import mlp_merge, mlp_permute
 from .sinkhorn import hungarian
 from .training import History, TrainConfig, fit
-from .weights import (
-    WeightBatch,
-    Zoo,
-    architecture,
-    check_same_dtype,
-    check_weight_batch,
-    from_sequential,
-    from_state_dict,
-    mlp_merge,
-    mlp_permute,
-)
+from .weights import WeightBatch, check_weight_batch
+from .zoo import Zoo
 
 NetLike = nn.Sequential | WeightBatch | Iterable[nn.Sequential]
 
@@ -46,13 +39,13 @@ def as_batch(
 
     An MLP is any module whose Linear layers chain, with elementwise activations between them (ReLU, GELU,
     Tanh, ...), optionally a leading Flatten and ``bias=False`` layers
-    (:func:`~icml24.deep_align.weights.mlp_linears`); a CNN is a stack of Conv2d layers followed by Linear
-    layers (:func:`~icml24.deep_align.weights.network_layers`).
+    (:func:`~icml24.deep_align.conversion.mlp_linears`); a CNN is a stack of Conv2d layers followed by Linear
+    layers (:func:`~icml24.deep_align.conversion.network_layers`).
 
     Parameters
     ----------
     nets : nn.Module, list of nn.Module, state dict, WeightBatch or Zoo
-        A state dict (``net.state_dict()``) holds one MLP (:func:`~icml24.deep_align.weights.from_state_dict`).
+        A state dict (``net.state_dict()``) holds one MLP (:func:`~icml24.deep_align.conversion.from_state_dict`).
     name : str
         The argument's name in error messages.
     widths : sequence of int, optional
@@ -109,8 +102,8 @@ class DeepAlign:
     ----------
     widths : sequence of int or nn.Module
         The MLP architecture ``(d_0, ..., d_M)`` to align, or a network of it: any MLP accepted by
-        :func:`~icml24.deep_align.weights.mlp_linears` or CNN accepted by
-        :func:`~icml24.deep_align.weights.network_layers`. One model per architecture.
+        :func:`~icml24.deep_align.conversion.mlp_linears` or CNN accepted by
+        :func:`~icml24.deep_align.conversion.network_layers`. One model per architecture.
     seed : int
         Seed of the encoder's initialisation.
     features : sequence of int, optional
@@ -369,8 +362,8 @@ def permute(net: nn.Module, perms: Sequence[torch.Tensor]) -> nn.Module:
     ----------
     net : nn.Module
         An MLP: Linear layers with elementwise activations between them, optionally a leading Flatten and
-        ``bias=False`` layers (see :func:`~icml24.deep_align.weights.mlp_linears`); or a CNN of Conv2d then
-        Linear layers, whose channels are permuted (see :func:`~icml24.deep_align.weights.network_layers`).
+        ``bias=False`` layers (see :func:`~icml24.deep_align.conversion.mlp_linears`); or a CNN of Conv2d then
+        Linear layers, whose channels are permuted (see :func:`~icml24.deep_align.conversion.network_layers`).
     perms : list of torch.Tensor
         Per hidden layer ``l`` an index tensor: neuron ``i`` of the result is old neuron ``perms[l][i]``.
 

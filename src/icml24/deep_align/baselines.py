@@ -18,19 +18,11 @@ from torch import nn
 
 from ..errors import InputError
 from ..validation import check_float, check_int, check_seed, check_tensor
+from .conversion import ELEMENTWISE, from_sequential, module_dtype
+from .evaluation import lerp, loss_and_accuracy
+from .permutations import check_perms, permute_soft
 from .sinkhorn import hungarian, sinkhorn
-from .weights import (
-    ELEMENTWISE,
-    WeightBatch,
-    check_perms,
-    check_same_architecture,
-    check_weight_batch,
-    from_sequential,
-    lerp,
-    loss_and_accuracy,
-    module_dtype,
-    permute_soft,
-)
+from .weights import WeightBatch, check_same_architecture, check_weight_batch
 
 
 def _single(net, name: str) -> WeightBatch:
@@ -102,8 +94,8 @@ def wm_objective(a: WeightBatch, b: WeightBatch, perms: Sequence[torch.Tensor] |
     Parameters
     ----------
     a, b : nn.Module or WeightBatch
-        One network each (an MLP, see :func:`~icml24.deep_align.weights.mlp_linears`, or a CNN, see
-        :func:`~icml24.deep_align.weights.network_layers`), of one architecture and dtype.
+        One network each (an MLP, see :func:`~icml24.deep_align.conversion.mlp_linears`, or a CNN, see
+        :func:`~icml24.deep_align.conversion.network_layers`), of one architecture and dtype.
     perms : list of torch.Tensor, optional
         Alignment of ``b`` to ``a``, one permutation per hidden layer (identity when None).
 
@@ -177,8 +169,8 @@ def weight_matching(
     Parameters
     ----------
     a, b : nn.Module or WeightBatch
-        One network each (an MLP, see :func:`~icml24.deep_align.weights.mlp_linears`, or a CNN, see
-        :func:`~icml24.deep_align.weights.network_layers`), of one architecture and dtype; ``b`` is aligned
+        One network each (an MLP, see :func:`~icml24.deep_align.conversion.mlp_linears`, or a CNN, see
+        :func:`~icml24.deep_align.conversion.network_layers`), of one architecture and dtype; ``b`` is aligned
         to ``a``.
     max_iter : int, default 100
         Most sweeps (official 100).

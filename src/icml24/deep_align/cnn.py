@@ -22,10 +22,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..data import Split
-from ..data.zoo import split_networks
 from ..errors import InputError
 from ..validation import check_float, check_int, check_seed, check_tensor
-from .weights import WeightBatch, Zoo, lerp
+from .evaluation import lerp
+from .weights import WeightBatch
+from .world import split_networks
+from .zoo import Zoo
 
 
 @dataclass(frozen=True)
@@ -208,7 +210,7 @@ def cnn_interpolation_losses(
     alphas : torch.Tensor
         ``(n_alphas,)``.
     losses : torch.Tensor
-        ``(B, n_alphas)``, as :func:`~icml24.deep_align.weights.interpolation_losses` for MLPs.
+        ``(B, n_alphas)``, as :func:`~icml24.deep_align.evaluation.interpolation_losses` for MLPs.
     """
     alphas = torch.linspace(0.0, 1.0, n_alphas)
     losses = torch.stack([cnn_loss_and_accuracy(lerp(a, b, float(t)), x, y, spec)[0] for t in alphas], dim=1)

@@ -36,10 +36,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..data.zoo import mlp_widths
 from ..errors import InputError
 from ..validation import check_bool, check_choice, check_float, check_int, check_seed
 from .weights import WeightBatch
+from .world import mlp_widths
 
 
 @dataclass(frozen=True)

@@ -11,17 +11,10 @@ from torch import nn
 from ..errors import InputError
 from ..validation import check_int, check_tensor
 from .align import as_batch
-from .weights import (
-    WeightBatch,
-    barrier_and_auc,
-    check_perms,
-    check_same_dtype,
-    interpolation_losses,
-    lerp,
-    module_dtype,
-    permute_hard,
-    write_into,
-)
+from .conversion import check_same_dtype, module_dtype, write_into
+from .evaluation import barrier_and_auc, interpolation_losses, lerp
+from .permutations import check_perms, permute_hard
+from .weights import WeightBatch
 
 
 def interpolation(
@@ -38,10 +31,10 @@ def interpolation(
     Parameters
     ----------
     a, b : nn.Module or WeightBatch
-        Two MLPs of one architecture and dtype (see :func:`~icml24.deep_align.weights.mlp_linears`: any
+        Two MLPs of one architecture and dtype (see :func:`~icml24.deep_align.conversion.mlp_linears`: any
         elementwise activation, a leading Flatten, bias-free layers), or two WeightBatches of one network each
         (evaluated as ReLU MLPs), or two CNNs (``nn.Module``, see
-        :func:`~icml24.deep_align.weights.network_layers`). Modules are evaluated as themselves, in evaluation
+        :func:`~icml24.deep_align.conversion.network_layers`). Modules are evaluated as themselves, in evaluation
         mode, on copies.
     x : torch.Tensor
         Inputs ``(N, ...)`` that the networks take (``(N, d_0)``, or e.g. images for a Flatten-first MLP or

@@ -37,8 +37,10 @@ import torch.nn.functional as F
 from ..errors import InputError
 from ..validation import check_bool, check_choice, check_float, check_int, check_seed
 from .encoder import DeepAlignNet
+from .evaluation import forward, lerp
+from .permutations import invert, permute_hard, permute_soft, random_perms
 from .sinkhorn import hungarian, sinkhorn
-from .weights import WeightBatch, forward, invert, lerp, permute_hard, permute_soft, random_perms
+from .weights import WeightBatch
 
 log = logging.getLogger(__name__)
 

@@ -24,9 +24,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..data.tabular import Split, digits
 from ..errors import InputError
 from ..validation import check_float, check_int, check_seed
-from .tabular import Split, digits
 
 __all__ = ["MLPZoo", "mlp_zoo", "init_mlps", "train_mlps", "split_networks", "mlp_widths", "mlp_module"]
 
