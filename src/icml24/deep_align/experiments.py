@@ -334,15 +334,8 @@ def run_zoo(scale: Scale, seed: int) -> dict[str, float]:
 
 
 # The CNN setting of the paper (CIFAR-10 CNNs) on Fashion-MNIST: CIFAR-10 is not available offline. SMOKE is a
-# seconds-long check that the pipeline runs (not a claim); QUICK took ~5 CPU-minutes, PAPER ~9 (2001 s wall on a
-# heavily shared 2-core machine): the largest run we could afford, far from the paper's zoos of thousands of
-# CIFAR-10 CNNs. Measured at seed 0 (barrier mean +- s.e. over held-out pairs):
-#   QUICK (48 CNNs, 66 pairs, 1000 images): none 1.70 +- 0.09, untrained 1.22 +- 0.10, Deep-Align 1.04 +- 0.14,
-#     WM 0.62 +- 0.04, DA + WM 0.55 +- 0.03; untrained - DA +0.18 +- 0.11, DA - WM +0.42 +- 0.15.
-#   PAPER (80 CNNs, 120 pairs, 500 images): none 1.69 +- 0.06, untrained 1.18 +- 0.05, Deep-Align 1.04 +- 0.06,
-#     WM 1.01 +- 0.11, DA + WM 0.63 +- 0.03; untrained - DA +0.14 +- 0.04, DA - WM +0.03 +- 0.11.
-#   Permuted copies: exact 1.00 for DA and untrained at both scales (WM 0.96 at QUICK, 1.00 at PAPER); with noise
-#   of 1x std DA recovers 0.70 / 0.75 of channels, untrained 0.61 / 0.61, WM 0.95 / 0.98.
+# seconds-long check that the pipeline runs (not a claim); PAPER is the largest run we could afford, far from the
+# paper's zoos of thousands of CIFAR-10 CNNs (the measured barriers are in the README's "Measured" section).
 CNN_SETTINGS = {
     Scale.SMOKE: CNNSettings(
         12,
