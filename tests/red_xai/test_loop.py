@@ -7,7 +7,7 @@ from scipy.stats import spearmanr
 
 import icml24.red_xai as rx
 from icml24.cli import main
-from icml24.red_xai.questioning import rank_correlation, swap_pairs
+from icml24.red_xai.measure import rank_correlation, swap_pairs
 
 
 def test_rank_correlation_matches_scipy():
@@ -73,6 +73,30 @@ def test_question_never_changes_the_model(tmp_path):
     clusters = int(r["metrics"]["spray_clusters"])
     table = [line for line in r["report"].read_text().splitlines() if line.startswith("| ") and line.count("|") == 6]
     assert table[0] == "| cluster | size | input_x_gradient | lrp_epsilon | lrp_zplus |" and len(table) == 1 + clusters
+
+
+def test_the_steps_of_question_called_alone_give_its_numbers(tmp_path):
+    from icml24.red_xai import loop
+
+    gen = torch.Generator().manual_seed(0)
+    x = torch.rand(60, 1, 4, 4, generator=gen)
+    y = torch.arange(60) % 3
+    mask = torch.zeros(1, 4, 4, dtype=torch.bool)
+    mask[:, 0, 0] = True
+    net = rx.SmallNet(16, 3, 8, seed=0).eval()
+    m = rx.question(net, (x, y), tmp_path, target=0, mask=mask, epochs=1, seed=0)["metrics"]
+    q = loop.prepare(net, (x, y), target=0, mask=mask, epochs=1, seed=0)
+    assert q.net is not net and q.methods == ("input_x_gradient", "lrp_epsilon", "lrp_zplus")
+    before = loop.examine(q.net, q)
+    assert (before["acc"], before["reliance"]) == (m["accuracy"], m["reliance"])
+    assert loop.cluster(q, before)["spray"].clusters == m["spray_clusters"]
+    t, cav = loop.name_concept(q)
+    assert (t["score"], cav.accuracy) == (m["tcav"], m["cav_accuracy"])
+    assert loop.examine(loop.fix(q, cav)["RRR"], q)["reliance"] == m["rrr_reliance"]
+    checks = loop.check_explanations(q, before)
+    assert checks["randomization"]["final"] == m["randomization_correlation"]
+    assert checks["flips"]["lrp_zplus"]["aopc"] == m["lrp_zplus_flip_aopc"]
+    assert loop.explore_rashomon(q) is None
 
 
 def test_question_says_where_lrp_is_unavailable(tmp_path):
@@ -179,7 +203,7 @@ def test_cli_refuses_a_plant_that_does_not_fit_the_data(capsys):
 
 def test_border_data_turns_the_noise_border_images_into_tensors():
     from icml24.errors import InputError
-    from icml24.red_xai._shortcut import border_data
+    from icml24.red_xai.world import border_data
 
     d = border_data("digits-border", seed=0)
     assert d.x_train.shape == (261, 1, 16, 16) and d.x_test.shape == (100, 1, 16, 16)

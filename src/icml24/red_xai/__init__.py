@@ -1,19 +1,21 @@
 """RED XAI (Biecek & Samek, ICML 2024, arXiv 2402.13914): explanations that *question* a model, not justify it.
 
-One loop on a torch classifier: explain (:func:`attribute`, Captum), cluster the heatmaps (:func:`spray`), name the
-concept (:func:`concept_vector`, :func:`tcav`, scikit-learn probes), correct (:func:`p_clarc`, :func:`rrr`,
-:func:`rr_clarc`, :func:`a_clarc`) and re-measure (:func:`shortcut_reliance`, :func:`artifact_flips`,
-:func:`relevance_mass`, :func:`pixel_flipping`); explore the Rashomon set of near-equal models (:func:`rashomon`).
-``baselines`` holds accuracy-only validation, random-mask and whole-image RRR, and the clean-retrained oracle.
+One loop on a torch classifier: explain (:mod:`.explain`: :func:`attribute`, Captum), cluster the heatmaps
+(:func:`spray`), name the concept (:func:`concept_vector`, :func:`tcav`, scikit-learn probes), correct
+(:mod:`.correct`: :func:`p_clarc`, :func:`rrr`, :func:`rr_clarc`, :func:`a_clarc`) and re-measure (:mod:`.measure`:
+:func:`shortcut_reliance`, :func:`artifact_flips`, :func:`relevance_mass`, :func:`pixel_flipping`); explore the
+Rashomon set of near-equal models (:func:`rashomon`). :func:`question` (:mod:`.loop`) runs every step and writes a
+report. ``baselines`` holds accuracy-only validation, random-mask and whole-image RRR, and the clean-retrained
+oracle; ``world`` the data with a planted shortcut.
 """
 
 from ..lazy import lazy_package
 
 # Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
 _EXPORTS = {
-    ".questioning": (
+    ".nets": ("SmallNet",),
+    ".explain": (
         "METHODS",
-        "SmallNet",
         "attribute",
         "SprayResult",
         "spray",
@@ -21,11 +23,15 @@ _EXPORTS = {
         "concept_vector",
         "tcav",
         "tcav_score",
+    ),
+    ".correct": (
         "p_clarc",
         "fit",
         "rrr",
         "rr_clarc",
         "a_clarc",
+    ),
+    ".measure": (
         "predict",
         "accuracy",
         "shortcut_reliance",

@@ -8,7 +8,8 @@ from torch import nn
 
 from ..errors import InputError
 from ..validation import check_seed, check_tensor
-from .questioning import accuracy, fit, rrr
+from .correct import fit, rrr
+from .measure import accuracy
 
 
 def accuracy_only(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, threshold: float = 0.9) -> dict:
@@ -71,7 +72,7 @@ def random_mask_rrr(model: nn.Module, x: torch.Tensor, y: torch.Tensor, mask: to
     mask : torch.Tensor
         The random mask (see :func:`random_mask`).
     **kw
-        Passed to :func:`~icml24.red_xai.questioning.rrr`.
+        Passed to :func:`~icml24.red_xai.correct.rrr`.
 
     Returns
     -------
@@ -88,7 +89,7 @@ def whole_image_rrr(model: nn.Module, x: torch.Tensor, y: torch.Tensor, **kw) ->
     model : torch.nn.Module
     x, y : torch.Tensor
     **kw
-        Passed to :func:`~icml24.red_xai.questioning.rrr`.
+        Passed to :func:`~icml24.red_xai.correct.rrr`.
 
     Returns
     -------

@@ -86,9 +86,10 @@ def question_command(args: argparse.Namespace) -> int:
     """
     from ..errors import InputError
     from ..validation import check_int, check_seed
-    from ._shortcut import BORDER_DATASETS, border_data, shortcut_data
+    from .correct import fit
     from .loop import question
-    from .questioning import SmallNet, fit
+    from .nets import SmallNet
+    from .world import BORDER_DATASETS, border_data, shortcut_data
 
     seed = check_seed(args.seed, "--seed")
     border = args.data in BORDER_DATASETS

@@ -1,9 +1,9 @@
 """The experiments behind the claims of ``paper.py``: question a model with a planted shortcut, then fix it.
 
-Everything drives the public API (:mod:`.questioning`, :mod:`.baselines`) on scikit-learn's digits (8x8, the small
-arm) and Fashion-MNIST from the data root (2x2-pooled to 14x14), with a bright corner patch planted on 90 % of
-class 0's images (:mod:`._shortcut`). Each claim's baselines (accuracy-only validation, the clean-retrained oracle,
-random-mask RRR) are measured in the same call.
+Everything drives the public API (:mod:`.explain`, :mod:`.correct`, :mod:`.measure`, :mod:`.baselines`) on
+scikit-learn's digits (8x8, the small arm) and Fashion-MNIST from the data root (2x2-pooled to 14x14), with a bright
+corner patch planted on 90 % of class 0's images (:mod:`.world`). Each claim's baselines (accuracy-only
+validation, the clean-retrained oracle, random-mask RRR) are measured in the same call.
 
 The three claims judge one experiment, :func:`run_shortcut` (``red_xai/shortcut``): per arm the shortcut model,
 the oracle and their corrections are trained once and questioned, fixed and checked. :func:`run_questioning`,
@@ -21,26 +21,20 @@ import torch
 from ..claims import Scale
 from ..runs import artifact_dir, save_figure
 from ..validation import check_choice, check_seed
-from ._shortcut import DATASETS, ShortcutData, shortcut_data
 from .baselines import clean_oracle, random_mask, random_mask_rrr
-from .questioning import (
-    SmallNet,
+from .correct import fit, p_clarc, rr_clarc, rrr
+from .explain import attribute, concept_vector, spray, tcav
+from .measure import (
     accuracy,
-    attribute,
-    concept_vector,
-    fit,
-    p_clarc,
     pixel_flipping,
     randomization_check,
     rank_correlation,
     rashomon,
     relevance_mass,
-    rr_clarc,
-    rrr,
     shortcut_reliance,
-    spray,
-    tcav,
 )
+from .nets import SmallNet
+from .world import DATASETS, ShortcutData, shortcut_data
 
 __all__ = [
     "CONFIG",

@@ -1,83 +1,142 @@
 """The whole RED loop in one call: explain, cluster, name the concept, correct, re-measure, and write a report.
 
-:func:`question` runs every step of :mod:`.questioning` on the user's classifier and data (a deep copy of the
-model; the user's own model and tensors are never changed) and writes ``report.md`` with its figures and
-``metrics.json`` into a folder, each file atomically (:mod:`icml24.runs`; figures through
-:func:`icml24.runs.save_figure`), figures drawn on ``matplotlib.figure.Figure`` (never pyplot).
+:func:`question` runs every step of :mod:`.explain`, :mod:`.correct` and :mod:`.measure` on the user's classifier
+and data (a deep copy of the model; the user's own model and tensors are never changed) and writes the report
+(:mod:`.report`). Each step is a function of its own, to call alone on what :func:`prepare` returns:
+
+1. :func:`prepare` (:mod:`.prepare`): check the inputs, copy the model, split the data, build the images that
+   carry the artifact;
+2. :func:`examine`: held-out accuracy, :func:`reliance` on the artifact, heatmaps and their mass inside the mask
+   (of the model, and again of each corrected copy);
+3. :func:`cluster`: SpRAy of the heatmaps, each cluster's mean heatmap under every attribution;
+4. :func:`name_concept`: the artifact's CAV and its TCAV score;
+5. :func:`fix`: P-ClArC, RR-ClArC and RRR;
+6. :func:`check_explanations`: the model-randomisation sanity check and pixel flipping;
+7. :func:`explore_rashomon`: near-equal peers, their accuracy, reliance and heatmaps;
+
+and :func:`~icml24.red_xai.report.collect_metrics` and :func:`~icml24.red_xai.report.write_report` turn the
+:class:`~icml24.red_xai.report.Findings` into ``metrics.json``, ``report.md`` and its figures.
 """
 
 from __future__ import annotations
 
 import copy
 import os
-from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
 from ..errors import InputError
-from ..runs import artifacts_to, atomic_write_json, atomic_write_text, save_figure
-from ..validation import check_choice, check_float, check_int, check_seed
-from .questioning import (
-    METHODS,
+from .correct import p_clarc, rr_clarc, rrr
+from .explain import ConceptVector, attribute, concept_vector, spray, tcav
+from .measure import (
     accuracy,
     artifact_flips,
-    attribute,
-    check_eval,
-    check_images,
-    check_labels,
-    check_mask,
-    check_target,
-    concept_vector,
-    get_layer,
-    n_outputs,
-    p_clarc,
     pixel_flipping,
     randomization_check,
     rashomon,
     relevance_mass,
-    rr_clarc,
-    rrr,
     shortcut_reliance,
-    spray,
-    swap_pairs,
-    tcav,
 )
+from .prepare import Questioning, check_data, check_out, prepare
+from .report import Findings, collect_metrics, write_report
+
+__all__ = [
+    "Questioning",
+    "prepare",
+    "reliance",
+    "examine",
+    "cluster",
+    "name_concept",
+    "fix",
+    "check_explanations",
+    "explore_rashomon",
+    "question",
+]
 
 
-def _default_layer(model: nn.Module) -> str:
-    for name, m in model.named_modules():
-        if isinstance(m, nn.ReLU):
-            return name
-    raise InputError("model has no nn.ReLU module to probe", "pass layer='<module name>'")
+def reliance(model: nn.Module, q: Questioning) -> float:
+    """Reliance of ``model`` on the artifact: :func:`~.measure.shortcut_reliance` on the measured images with the
+    artifact pasted (``"paste"``), or :func:`~.measure.artifact_flips` when it is swapped between them (``"swap"``).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A classifier in eval mode: ``q.net``, a peer or a corrected copy.
+    q : Questioning
+        What :func:`prepare` returned.
+
+    Returns
+    -------
+    float
+    """
+    if q.artifact == "paste":
+        return shortcut_reliance(model, q.xm_patched, q.ym, q.target)
+    return artifact_flips(model, q.xm, q.mask, seed=q.seed)
 
 
-LRP_RULES = ("lrp_epsilon", "lrp_zplus")  # the LRP heatmaps every report shows beside the chosen method's
-ARTIFACTS = ("paste", "swap")  # a constant artifact pasted on the mask, or per-image content (a noise border) swapped
+def _try_attribute(m: nn.Module, x: torch.Tensor, target: int, method: str) -> tuple[torch.Tensor | None, str]:
+    """Heatmaps, or None and the reason where the model's layers do not allow the method (LRP in Captum)."""
+    try:
+        return attribute(m, x, target, method), ""
+    except (InputError, RuntimeError) as error:
+        return None, str(error).splitlines()[0]
 
 
-def _grid(rows: list[list[tuple[str, np.ndarray]]], title: str, cmap: str = "bwr"):
-    """Heatmaps in rows of panels, each on its own symmetric colour scale (panels labelled "image" in grey)."""
-    from matplotlib.figure import Figure
+def examine(model: nn.Module, q: Questioning) -> dict:
+    """Measure ``model``: held-out accuracy, :func:`reliance`, and the heatmaps of the ``target`` images with their
+    relevance mass inside the mask (:func:`~.measure.relevance_mass`), under every attribution of ``q.methods``.
 
-    n_rows, n_cols = len(rows), max(len(r) for r in rows)
-    fig = Figure(figsize=(1.6 * n_cols, 1.75 * n_rows + 0.3))
-    axes = np.array(fig.subplots(n_rows, n_cols, squeeze=False))
-    for r, row in enumerate(rows):
-        for c in range(n_cols):
-            ax = axes[r, c]
-            ax.axis("off")
-            if c >= len(row):
-                continue
-            label, m = row[c]
-            lim = float(np.abs(m).max()) or 1.0
-            image = label.startswith("image")  # the input itself: grey, not a signed map
-            cm = "gray" if image else cmap
-            ax.imshow(m, cmap=cm, vmin=-lim if cm == "bwr" else float(m.min()), vmax=lim)
-            ax.set_title(label, fontsize=7, y=1.0)  # a fixed y skips the per-axes title layout (slow; no ticks here)
-    fig.suptitle(title, fontsize=9)
-    return fig
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A classifier in eval mode: ``q.net`` or a corrected copy (:func:`fix`).
+    q : Questioning
+        What :func:`prepare` returned.
+
+    Returns
+    -------
+    dict
+        ``acc``, ``reliance``, ``rma`` (mean relevance mass per attribution computed), ``maps`` (heatmaps per
+        attribution, None where Captum's LRP refused the model's layers) and ``why`` (the reason, or ""); with
+        ``"swap"`` also ``removed``, ``only_fit`` and ``only_held_out`` (accuracies with the masked pixels removed,
+        and of the masked pixels alone on the fit and on the measured images).
+    """
+    maps, why = {q.method: attribute(model, q.xt, q.target, q.method)}, {q.method: ""}
+    for meth in q.methods[1:]:
+        maps[meth], why[meth] = _try_attribute(model, q.xt, q.target, meth)
+    extra = {}
+    if q.artifact == "swap":
+        extra = {
+            "removed": accuracy(model, q.xm_removed, q.ym),
+            "only_fit": accuracy(model, q.xf_only, q.yf),
+            "only_held_out": accuracy(model, q.xm_only, q.ym),
+        }
+    return {
+        "acc": accuracy(model, q.xm, q.ym),
+        "reliance": reliance(model, q),
+        "rma": {k: (float(relevance_mass(h, q.mask).mean()) if h is not None and bool((h > 0).any()) else 0.0)
+                for k, h in maps.items() if h is not None},
+        "maps": maps,
+        "why": why,
+        **extra,
+    }  # fmt: skip
+
+
+def shown(before: dict) -> list[str]:
+    """The attributions computed on the model (:func:`examine`): ``q.methods`` less those LRP could not run.
+
+    Parameters
+    ----------
+    before : dict
+        :func:`examine` of ``q.net``.
+
+    Returns
+    -------
+    list of str
+    """
+    return [k for k, h in before["maps"].items() if h is not None]
 
 
 def _normalised(h: torch.Tensor) -> np.ndarray:
@@ -93,12 +152,122 @@ def _mask_share(maps: np.ndarray, flat_mask: np.ndarray) -> np.ndarray:
     return pos[:, flat_mask.reshape(-1)].sum(1) / np.maximum(pos.sum(1), 1e-30)
 
 
-def _try_attribute(m: nn.Module, x: torch.Tensor, target: int, method: str) -> tuple[torch.Tensor | None, str]:
-    """Heatmaps, or None and the reason where the model's layers do not allow the method (LRP in Captum)."""
-    try:
-        return attribute(m, x, target, method), ""
-    except (InputError, RuntimeError) as error:
-        return None, str(error).splitlines()[0]
+def cluster(q: Questioning, before: dict) -> dict:
+    """SpRAy (:func:`~.explain.spray`) of the model's ``q.method`` heatmaps, and each cluster's mean heatmap under
+    every attribution shown with the share of its positive relevance inside the mask.
+
+    Parameters
+    ----------
+    q : Questioning
+        What :func:`prepare` returned.
+    before : dict
+        :func:`examine` of ``q.net``.
+
+    Returns
+    -------
+    dict
+        ``spray`` (:class:`~.explain.SprayResult`), ``sizes`` (images per cluster), ``means`` and ``mass`` (per
+        attribution: the clusters' mean normalised heatmaps ``(clusters, H, W)`` and their shares inside the mask).
+    """
+    flat_mask = q.mask.reshape(q.mask.shape[0], -1).any(0).reshape(q.mask.shape[1:]).numpy()
+    sp = spray(before["maps"][q.method], seed=q.seed)
+    sizes = np.bincount(sp.labels, minlength=sp.clusters)
+    cluster_means = {}
+    for k in shown(before):
+        norm = _normalised(before["maps"][k])
+        cluster_means[k] = np.stack([norm[sp.labels == c].mean(0) for c in range(sp.clusters)])
+    cluster_mass = {k: _mask_share(v, flat_mask) for k, v in cluster_means.items()}
+    return {"spray": sp, "sizes": sizes, "means": cluster_means, "mass": cluster_mass}
+
+
+def name_concept(q: Questioning) -> tuple[dict, ConceptVector]:
+    """Name the artifact at ``q.layer``: its TCAV score for ``q.target`` (:func:`~.explain.tcav`, 5 runs) and its CAV
+    (:func:`~.explain.concept_vector`), concept images against random images.
+
+    Parameters
+    ----------
+    q : Questioning
+        What :func:`prepare` returned.
+
+    Returns
+    -------
+    (dict, ConceptVector)
+        :func:`~.explain.tcav`'s result and the CAV.
+    """
+    t = tcav(q.net, q.layer, q.xt, q.target, q.concept, q.pool, runs=5, seed=q.seed)
+    cav = concept_vector(q.net, q.layer, q.concept, q.pool, seed=q.seed)
+    return t, cav
+
+
+def fix(q: Questioning, cav: ConceptVector) -> dict[str, nn.Module]:
+    """Correct copies of ``q.net``: P-ClArC (training-free), RR-ClArC (against ``cav``, its defaults) and RRR
+    (``q.mask`` as the annotation), each fine-tuned on the fit images for ``q.epochs``.
+
+    Parameters
+    ----------
+    q : Questioning
+        What :func:`prepare` returned.
+    cav : ConceptVector
+        The artifact's CAV (:func:`name_concept`).
+
+    Returns
+    -------
+    dict of str to torch.nn.Module
+        ``"P-ClArC"``, ``"RR-ClArC"``, ``"RRR"``: the corrected copies, in eval mode.
+    """
+    return {
+        "P-ClArC": p_clarc(q.net, cav, q.pool),
+        "RR-ClArC": rr_clarc(q.net, q.xf, q.yf, cav, epochs=q.epochs, seed=q.seed),
+        "RRR": rrr(q.net, q.xf, q.yf, q.mask, lam=q.lam, epochs=q.epochs, seed=q.seed),
+    }
+
+
+def check_explanations(q: Questioning, before: dict) -> dict:
+    """Are the explanations sound? The model-randomisation sanity check of ``q.method`` and pixel flipping of every
+    attribution shown, on ``q.checked``.
+
+    Parameters
+    ----------
+    q : Questioning
+        What :func:`prepare` returned.
+    before : dict
+        :func:`examine` of ``q.net``.
+
+    Returns
+    -------
+    dict
+        ``randomization`` (:func:`~.measure.randomization_check`) and ``flips`` (per attribution,
+        :func:`~.measure.pixel_flipping`).
+    """
+    xc = q.checked
+    rc = randomization_check(q.net, xc, q.target, q.method, seed=q.seed)
+    flips = {k: pixel_flipping(q.net, xc, q.target, before["maps"][k][:64], seed=q.seed) for k in shown(before)}
+    return {"randomization": rc, "flips": flips}
+
+
+def explore_rashomon(q: Questioning) -> dict | None:
+    """The Rashomon set of the model and its peers (:func:`~.measure.rashomon`), None without peers.
+
+    With ``"swap"`` the patch-to-target count does not apply, and each model's reliance is :func:`reliance`.
+
+    Parameters
+    ----------
+    q : Questioning
+        What :func:`prepare` returned.
+
+    Returns
+    -------
+    dict or None
+    """
+    if not q.peers:
+        return None
+    group = [q.net, *[copy.deepcopy(m).eval() for m in q.peers]]
+    if q.artifact == "paste":
+        return rashomon(group, q.xm, q.ym, q.xm_patched, q.ym, q.target, q.checked, q.method)
+    # the patch-to-target count does not apply: measure the prediction flips instead
+    rash = rashomon(group, q.xm, q.ym, q.xf, q.yf, q.target, q.checked, q.method)  # (xf, yf) holds non-target images
+    rash["reliance"] = np.array([reliance(m, q) for m in group])
+    return rash
 
 
 def question(
@@ -142,6 +311,9 @@ def question(
     the accuracy of the masked pixels alone (everything else set to ``value``) on the fit images against the
     held-out ones: above the held-out figure, the model memorised the fit images' artifact (when ``data`` is
     its training set). The CAV separates images with their own masked pixels from images with them removed.
+
+    Each step is a function of :mod:`icml24.red_xai.loop` that can be called alone, on what :func:`prepare`
+    returns.
 
     Parameters
     ----------
@@ -187,390 +359,20 @@ def question(
     dict
         ``report`` (path of ``report.md``), ``out`` (the folder) and ``metrics`` (dict of floats).
     """
-    check_eval(model)
-    if not isinstance(data, (tuple, list)) or len(data) != 2:
-        raise InputError(f"data must be a pair (x, y), got {type(data).__name__}", "pass (images, labels)")
-    x = check_images(data[0], "data[0]")
-    y = check_labels(data[1], len(x), "data[1]")
-    if out is None or not isinstance(out, (str, os.PathLike)):
-        raise InputError(f"out must be a folder path, got {type(out).__name__}", "pass e.g. 'red_xai_report'")
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"out {str(out)!r} is a file", "pass a folder path")
-    mask = check_mask(mask, x)
-    if tuple(mask.shape) != tuple(x.shape[1:]):
-        raise InputError(f"mask has shape {tuple(mask.shape)}, one image {tuple(x.shape[1:])}", "pass (C, H, W)")
-    if len(x) < 20:
-        raise InputError(f"data holds {len(x)} images", "pass at least 20")
-    classes = n_outputs(model, x)
-    target = check_target(target, classes)
-    if int(y.max()) >= classes:
-        raise InputError(f"data[1] holds class {int(y.max())}, the model has {classes} outputs", "check the labels")
-    if len(torch.unique(y)) < 2:
-        raise InputError("data[1] holds one class only", "pass images of the target class and of others")
-    if peers is not None:
-        if not isinstance(peers, (list, tuple)) or not peers:
-            raise InputError(f"peers must be a non-empty list of models, got {type(peers).__name__}", "or None")
-        for i, m in enumerate(peers):
-            check_eval(m, f"peers[{i}]")
-            if n_outputs(m, x[:1]) != classes:
-                raise InputError(f"peers[{i}] has {n_outputs(m, x[:1])} outputs, model {classes}", "same classes")
-    artifact = check_choice(artifact, "artifact", ARTIFACTS)
-    if held_out is not None:
-        if not isinstance(held_out, (tuple, list)) or len(held_out) != 2:
-            raise InputError(f"held_out must be a pair (x, y), got {type(held_out).__name__}", "or None")
-        xh = check_images(held_out[0], "held_out[0]")
-        yh = check_labels(held_out[1], len(xh), "held_out[1]")
-        if tuple(xh.shape[1:]) != tuple(x.shape[1:]):
-            raise InputError(f"held_out[0] holds {tuple(xh.shape[1:])} images, data {tuple(x.shape[1:])}", "same shape")
-        if len(xh) < 2:
-            raise InputError(f"held_out holds {len(xh)} image", "pass at least 2")
-        if int(yh.max()) >= classes:
-            raise InputError(f"held_out[1] holds class {int(yh.max())}, the model has {classes} outputs", "check")
-    net = copy.deepcopy(model).eval()
-    layer = _default_layer(net) if layer is None else layer
-    get_layer(net, layer)
-    method = check_choice(method, "method", METHODS)
-    default = float(x.max()) if artifact == "paste" else 0.0
-    value = default if value is None else check_float(value, "value")
-    lam = check_float(lam, "lam", min_val=0.0)
-    epochs = check_int(epochs, "epochs", min_val=0)
-    max_heatmaps = check_int(max_heatmaps, "max_heatmaps", min_val=4)
-    holdout = check_float(holdout, "holdout", min_val=0.0, max_val=1.0, include_boundaries="neither")
-    seed = check_seed(seed)
-    x, y = x.detach().clone(), y.detach().clone()
-
-    gen = torch.Generator().manual_seed(seed)
-    perm = torch.randperm(len(x), generator=gen)
-    if held_out is None:
-        n_meas = max(int(round(holdout * len(x))), 2)
-        meas, fit_idx = perm[:n_meas], perm[n_meas:]
-        xm, ym, xf, yf = x[meas], y[meas], x[fit_idx], y[fit_idx]
-    else:
-        xm, ym, xf, yf = xh.detach().clone(), yh.detach().clone(), x, y
-    tgt = (yf == target).nonzero().flatten()[:max_heatmaps]
-    oth = (yf != target).nonzero().flatten()
-    if len(tgt) < 4 or len(oth) < 8 or (artifact == "paste" and not bool((ym != target).any())):
-        raise InputError(
-            f"data holds {len(tgt)} target and {len(oth)} other images outside the held-out share",
-            "pass more images of both the target class and the others",
-        )
-    xt = xf[tgt]
-    xm_patched = xm.clone()
-    oth = oth[torch.randperm(len(oth), generator=gen)]
-    half = len(oth) // 2
-    concept = xf[oth[:half]].clone()
-    pool = xf[oth[half:]]
-    if artifact == "paste":
-        xm_patched[:, mask] = value
-        concept[:, mask] = value
-    else:  # per-image content: swap it between held-out images (a random cycle, no image keeps its own)
-        xm_patched[:, mask] = xm[swap_pairs(len(xm), seed)][:, mask]
-        pool = pool.clone()
-        pool[:, mask] = value  # the random set: the same kind of images with the artifact removed
-        xm_removed, xm_only, xf_only = xm.clone(), xm.clone(), xf.clone()
-        xm_removed[:, mask] = value
-        xm_only[:, ~mask] = value
-        xf_only[:, ~mask] = value
-
-    def reliance(m: nn.Module) -> float:
-        if artifact == "paste":
-            return shortcut_reliance(m, xm_patched, ym, target)
-        return artifact_flips(m, xm, mask, seed=seed)
-
-    # the attributions shown: the one SpRAy clusters, then the LRP rules (each once)
-    methods = [method, *[r for r in LRP_RULES if r != method]]
-    flat_mask = mask.reshape(mask.shape[0], -1).any(0).reshape(mask.shape[1:]).numpy()
-
-    def measure(m: nn.Module) -> dict:
-        maps, why = {method: attribute(m, xt, target, method)}, {method: ""}
-        for meth in methods[1:]:
-            maps[meth], why[meth] = _try_attribute(m, xt, target, meth)
-        extra = {}
-        if artifact == "swap":
-            extra = {
-                "removed": accuracy(m, xm_removed, ym),
-                "only_fit": accuracy(m, xf_only, yf),
-                "only_held_out": accuracy(m, xm_only, ym),
-            }
-        return {
-            "acc": accuracy(m, xm, ym),
-            "reliance": reliance(m),
-            "rma": {k: (float(relevance_mass(h, mask).mean()) if h is not None and bool((h > 0).any()) else 0.0)
-                    for k, h in maps.items() if h is not None},
-            "maps": maps,
-            "why": why,
-            **extra,
-        }  # fmt: skip
-
-    before = measure(net)
-    shown = [k for k in methods if before["maps"][k] is not None]  # LRP only where Captum supports the layers
-    sp = spray(before["maps"][method], seed=seed)
-    sizes = np.bincount(sp.labels, minlength=sp.clusters)
-    cluster_means = {}
-    for k in shown:
-        norm = _normalised(before["maps"][k])
-        cluster_means[k] = np.stack([norm[sp.labels == c].mean(0) for c in range(sp.clusters)])
-    cluster_mass = {k: _mask_share(v, flat_mask) for k, v in cluster_means.items()}
-    t = tcav(net, layer, xt, target, concept, pool, runs=5, seed=seed)
-    cav = concept_vector(net, layer, concept, pool, seed=seed)
-    fixed = {
-        "P-ClArC": p_clarc(net, cav, pool),
-        "RR-ClArC": rr_clarc(net, xf, yf, cav, epochs=epochs, seed=seed),
-        "RRR": rrr(net, xf, yf, mask, lam=lam, epochs=epochs, seed=seed),
-    }
-    after = {k: measure(m) for k, m in fixed.items()}
-    xc = xt[:64]
-    rc = randomization_check(net, xc, target, method, seed=seed)
-    flips = {k: pixel_flipping(net, xc, target, before["maps"][k][:64], seed=seed) for k in shown}
-    rash = None
-    if peers is not None:
-        group = [net, *[copy.deepcopy(m).eval() for m in peers]]
-        rash = rashomon(group, xm, ym, xm_patched, ym, target, xc, method) if artifact == "paste" else None
-        if rash is None:  # the patch-to-target count does not apply: measure the prediction flips instead
-            rash = rashomon(group, xm, ym, xf, yf, target, xc, method)  # (xf, yf) holds non-target images
-            rash["reliance"] = np.array([reliance(m) for m in group])
-
-    def key(meth: str) -> str:
-        return "" if meth == method else f"{meth}_"
-
-    metrics = {
-        "accuracy": before["acc"],
-        "reliance": before["reliance"],
-        "spray_clusters": float(sp.clusters),
-        "cav_accuracy": float(cav.accuracy),
-        "tcav": float(t["score"]),
-        "tcav_p": float(t["p_value"]),
-        "randomization_correlation": float(rc["final"]),
-        "flip_aopc_random": flips[method]["aopc_random"],
-    }
-    for k in shown:
-        metrics[f"{key(k)}relevance_mass"] = before["rma"][k]
-        metrics[f"{key(k)}spray_artifact_cluster_mass"] = float(cluster_mass[k].max())
-        metrics[f"{key(k)}flip_aopc"] = flips[k]["aopc"]
-    swap_keys = {"removed": "artifact_removed_accuracy", "only_fit": "artifact_only_accuracy",
-                 "only_held_out": "artifact_only_accuracy_held_out"}  # fmt: skip
-    metrics["mask_share"] = float(mask.float().mean())
-    if artifact == "swap":
-        metrics.update({v: before[k] for k, v in swap_keys.items()})
-    for name, a in after.items():
-        fix = name.lower().replace("-", "")
-        metrics.update({f"{fix}_accuracy": a["acc"], f"{fix}_reliance": a["reliance"]})
-        if artifact == "swap":
-            metrics.update({f"{fix}_{v}": a[k] for k, v in swap_keys.items()})
-        for k, v in a["rma"].items():
-            metrics[f"{fix}_{key(k)}relevance_mass"] = v
-    if rash is not None:
-        metrics.update(
-            {
-                "rashomon_models": float(len(rash["accuracy"])),
-                "rashomon_accuracy_spread": rash["accuracy_spread"],
-                "rashomon_reliance_min": float(rash["reliance"].min()),
-                "rashomon_reliance_max": float(rash["reliance"].max()),
-                "rashomon_rank_correlation": rash["rank_correlation"],
-                "rashomon_rank_correlation_min": rash["rank_correlation_min"],
-            }
-        )
-
-    from matplotlib.figure import Figure
-
-    figs = {}
-    k = min(8, len(xt))
-    figs["heatmaps"] = _grid(
-        [[(f"image {i}", xt[i].sum(0).numpy()) for i in range(k)]]
-        + [[(f"{m} {i}", before["maps"][m][i].sum(0).numpy()) for i in range(k)] for m in shown],
-        f"class {target}: images and their heatmaps (one row per attribution)",
-    )
-    fig = Figure(figsize=(4, 2.6))
-    ax = fig.subplots()
-    ax.plot(np.arange(1, len(sp.eigenvalues) + 1), sp.eigenvalues, "o-")
-    ax.axvline(sp.clusters + 0.5, color="grey", ls="--")
-    ax.set_xlabel("index")
-    ax.set_ylabel("eigenvalue")
-    ax.set_title(f"SpRAy spectrum: eigengap at {sp.clusters}", fontsize=9)
-    figs["spectrum"] = fig
-    figs["cluster_means"] = _grid(
-        [
-            [
-                (f"{m}\ncluster {c} (n={sizes[c]}): {cluster_mass[m][c]:.2f}", cluster_means[m][c])
-                for c in range(sp.clusters)
-            ]
-            for m in shown
-        ],
-        f"SpRAy clusters of the {method} heatmaps: mean heatmap of each cluster per attribution "
-        "(share of positive relevance inside the mask)",
-    )
-    fig = Figure(figsize=(5.5, 2.8))
-    ax = fig.subplots()
-    names = ["model", *after]
-    rows = [before, *after.values()]
-    w = 0.27
-    for j, (field, label) in enumerate((("acc", "held-out accuracy"), ("reliance", "reliance"), ("rma", "mass"))):
-        vals = [r[field][method] if field == "rma" else r[field] for r in rows]
-        ax.bar(np.arange(len(names)) + (j - 1) * w, vals, w, label=label)
-    ax.set_xticks(np.arange(len(names)), names)
-    ax.set_ylim(0, 1.05)
-    ax.legend(fontsize=7)
-    ax.set_title(f"before and after the fix (mass: {method} relevance inside the mask)", fontsize=9)
-    figs["before_after"] = fig
-    k = min(4, len(xt))
-    figs["heatmaps_after"] = _grid(
-        [
-            [(f"{n} {i}", r["maps"][m][i].sum(0).numpy()) for n, r in zip(names, rows) for i in range(k)]
-            for m in shown
-            if all(r["maps"][m] is not None for r in rows)
-        ],
-        "heatmaps before and after the fix (one row per attribution)",
-    )
-    fig = Figure(figsize=(4.5, 2.8))
-    ax = fig.subplots()
-    steps = np.linspace(0, 0.5, len(flips[method]["curve"]))
-    for m in shown:
-        ax.plot(steps, flips[m]["curve"], label=f"{m} (AOPC {flips[m]['aopc']:.3f})")
-    ax.plot(steps, flips[method]["random_curve"], "k--", label=f"random (AOPC {flips[method]['aopc_random']:.3f})")
-    ax.set_xlabel("share of pixels removed, most relevant first")
-    ax.set_ylabel(f"p(class {target})")
-    ax.legend(fontsize=6)
-    ax.set_title("pixel flipping", fontsize=9)
-    figs["pixel_flipping"] = fig
-    if rash is not None:
-        fig = Figure(figsize=(4.5, 2.8))
-        ax = fig.subplots()
-        idx = np.arange(len(rash["accuracy"]))
-        ax.bar(idx - 0.2, rash["accuracy"], 0.4, label="held-out accuracy")
-        ax.bar(idx + 0.2, rash["reliance"], 0.4, label="reliance")
-        ax.set_xticks(idx, ["model", *[f"peer {i}" for i in range(len(idx) - 1)]], fontsize=7)
-        ax.set_ylim(0, 1.05)
-        ax.legend(fontsize=7)
-        ax.set_title("Rashomon set: near-equal accuracy, different reliance", fontsize=9)
-        figs["rashomon"] = fig
-
-    out.mkdir(parents=True, exist_ok=True)
-    with artifacts_to(out):
-        for name, fig in figs.items():
-            save_figure(fig, name)
-    atomic_write_json(out / "metrics.json", metrics)
-    swap = artifact == "swap"
-    sizes_text = (
-        f"{len(x)} images ({len(xm)} held out for measurement)"
-        if held_out is None
-        else f"{len(x)} images to fit and {len(xm)} held-out images for measurement"
-    )
-    extra_cols = ("removed", "only_fit", "only_held_out") if swap else ()
-    head = " | ".join(
-        [*(("accuracy, artifact removed", "artifact alone: fit", "artifact alone: held out") if swap else ())]
-        + [f"mass: {m}" for m in shown]
-    )
-    table = "\n".join(
-        f"| {n} | {r['acc']:.3f} | {r['reliance']:.3f} | "
-        + " | ".join(
-            [f"{r[c]:.3f}" for c in extra_cols] + [f"{r['rma'][m]:.3f}" if m in r["rma"] else "n/a" for m in shown]
-        )
-        + " |"
-        for n, r in zip(names, rows)
-    )
-    n_cols = len(shown) + len(extra_cols)
-    if swap:
-        held = "the held-out images" if held_out is not None else "the held-out share"
-        section1 = (
-            f"Held-out accuracy {before['acc']:.3f}; reliance on the artifact (share of {held} whose\n"
-            "predicted class changes when their masked pixels are swapped with another held-out image's) "
-            f"{before['reliance']:.3f};\naccuracy with the masked pixels removed (set to {value:g}) "
-            f"{before['removed']:.3f}.\nThe masked pixels alone (everything else set to {value:g}) are classified as "
-            f"the image's label on\n{before['only_fit']:.3f} of the {len(xf)} fit images and on "
-            f"{before['only_held_out']:.3f} of the held-out ones: a gap means\nthe model memorised the fit images' "
-            "artifact (when they are its training images)."
-        )
-        concept_text = "images with their own masked pixels against images with them removed"
-    else:
-        section1 = f"""Held-out accuracy {before["acc"]:.3f}; shortcut reliance (held-out non-{target} images with the
-artifact pasted, predicted as {target}) {before["reliance"]:.3f}."""
-        concept_text = "images with the artifact pasted against images without it"
-    missing = [f"- `{m}`: {before['why'][m]}" for m in methods if before["maps"][m] is None]
-    lrp_note = ("\nNot computed for this model:\n" + "\n".join(missing) + "\n") if missing else ""
-    lrp_after = [
-        f"`{m}` is not available on {n}: {r['why'][m]}" for n, r in zip(names, rows) for m in shown if m not in r["rma"]
-    ]
-    flip_rows = "\n".join(f"| {m} | {flips[m]['aopc']:.3f} |" for m in shown)
-    cm_rows = "\n".join(
-        f"| {c} | {sizes[c]} | " + " | ".join(f"{cluster_mass[m][c]:.3f}" for m in shown) + " |"
-        for c in range(sp.clusters)
-    )
-    rash_text = "Not run: pass `peers` (near-equal models of other seeds or widths) to explore the Rashomon set."
-    if rash is not None:
-        per = ", ".join(f"{a:.3f}/{r:.3f}" for a, r in zip(rash["accuracy"], rash["reliance"]))
-        rash_text = (
-            f"{len(rash['accuracy'])} models (the model first), held-out accuracy/reliance: {per}. Accuracy spread "
-            f"{rash['accuracy_spread']:.3f}, reliance from {rash['reliance'].min():.3f} to "
-            f"{rash['reliance'].max():.3f}; mean pairwise rank correlation of the `{method}` heatmaps "
-            f"{rash['rank_correlation']:.3f} (least similar pair {rash['rank_correlation_min']:.3f}): many good "
-            "models, different reasons.\n\n![Rashomon set](rashomon.png)"
-        )
-    text = f"""# RED XAI report: questioning the model about the artifact on class {target}
-
-{sizes_text}, artifact mask of {int(mask.sum())} pixels
-({metrics["mask_share"]:.3f} of the input: the relevance mass of a uniform map), attributions
-`{method}` (clustered) and {", ".join(f"`{m}`" for m in shown if m != method) or "no LRP"}, concept layer
-`{layer}`, seed {seed}. The user's model was not changed (every step ran on a copy).
-
-## 1. What accuracy says and what it hides
-{section1}
-
-## 2. Heatmaps
-Relevance mass inside the mask on the class-{target} images (share of positive relevance):
-{"; ".join(f"`{m}` {before['rma'][m]:.3f}" for m in shown)}. LRP through Captum: epsilon on every layer
-(`lrp_epsilon`; with its small epsilon it nearly equals gradient x input on a ReLU network, Ancona et al. 2018),
-z+ on every weighted layer but the logits' (`lrp_zplus`: positive contributions only).
-{lrp_note}
-![heatmaps](heatmaps.png)
-
-## 3. SpRAy
-Spectral clustering of the `{method}` heatmaps: eigengap at {sp.clusters} clusters (sizes {sizes.tolist()}).
-Each cluster's mean heatmap under every attribution (maps normalised to unit mass) and the share of its positive
-relevance inside the mask:
-
-| cluster | size | {" | ".join(shown)} |
-|---|---|{"---|" * len(shown)}
-{cm_rows}
-
-![spectrum](spectrum.png)
-
-![cluster means](cluster_means.png)
-
-## 4. The concept
-CAV at `{layer}` ({concept_text}): probe accuracy {cav.accuracy:.3f}; TCAV score for class {target} {t["score"]:.3f}
-(p = {t["p_value"]:.3g} against random concept sets).
-
-## 5. The fix, re-measured
-| model | held-out accuracy | reliance | {head} |
-|---|---|---|{"---|" * n_cols}
-{table}
-
-{" ".join(lrp_after)}
-
-![before and after](before_after.png)
-
-![heatmaps after](heatmaps_after.png)
-
-## 6. Are the explanations sound?
-Model-randomisation check: rank correlation of the `{method}` heatmaps with those of the fully randomised model
-{rc["final"]:.3f} (cascade, top layer first: {", ".join(f"{c:.2f}" for c in rc["correlations"])}); low means
-the heatmaps depend on what the model learned.
-
-Pixel flipping on {len(xc)} class-{target} images (most relevant pixels set to 0 first, half the pixels in 20
-steps; AOPC, larger is more faithful; a random order gives {flips[method]["aopc_random"]:.3f}):
-
-| attribution | AOPC |
-|---|---|
-{flip_rows}
-
-![pixel flipping](pixel_flipping.png)
-
-## 7. Rashomon set
-{rash_text}
-"""
-    report = atomic_write_text(out / "report.md", text)
+    check_data(model, data)  # the data first, then the folder, then the rest (prepare checks the data again)
+    out = check_out(out)
+    q = prepare(
+        model, data, target=target, mask=mask, layer=layer, method=method, value=value, lam=lam, epochs=epochs,
+        max_heatmaps=max_heatmaps, holdout=holdout, peers=peers, artifact=artifact, held_out=held_out, seed=seed,
+    )  # fmt: skip
+    before = examine(q.net, q)
+    clusters = cluster(q, before)
+    t, cav = name_concept(q)
+    after = {k: examine(m, q) for k, m in fix(q, cav).items()}
+    checks = check_explanations(q, before)
+    rash = explore_rashomon(q)
+    findings = Findings(before=before, shown=shown(before), clusters=clusters, tcav=t, cav=cav, after=after,
+                        randomization=checks["randomization"], flips=checks["flips"], rashomon=rash)  # fmt: skip
+    metrics = collect_metrics(q, findings)
+    report = write_report(out, q, findings, metrics)
     return {"report": report, "out": out, "metrics": metrics}
-
-
-__all__ = ["question"]

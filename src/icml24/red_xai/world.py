@@ -1,8 +1,9 @@
-"""Private data generator: a planted Clever-Hans shortcut (a bright corner patch) on one class's images.
+"""The synthetic world of the claims: a planted Clever-Hans shortcut (a bright corner patch) on one class's images.
 
-It belongs in ``icml24.data`` once a second package needs it. Digits come from scikit-learn (8x8); Fashion-MNIST
-is read from the data root (read-only) and 2x2 average-pooled to 14x14 to keep the CPU arm fast. :func:`border_data`
-turns the noise-border images of :mod:`icml24.data.spurious` into image tensors (the border is the spurious part).
+:func:`shortcut_data` plants it; digits come from scikit-learn (8x8); Fashion-MNIST is read from the data root
+(read-only) and 2x2 average-pooled to 14x14 to keep the CPU arm fast. :func:`border_data` turns the noise-border
+images of :mod:`icml24.data.spurious` into image tensors (the border is the spurious part). It belongs in
+``icml24.data`` once a second package needs it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,18 @@ import numpy as np
 import torch
 
 from ..validation import check_choice, check_int, check_probability, check_seed
+
+__all__ = [
+    "DATASETS",
+    "PLANTS",
+    "BORDER_DATASETS",
+    "ShortcutData",
+    "paste",
+    "corner_mask",
+    "shortcut_data",
+    "BorderData",
+    "border_data",
+]
 
 DATASETS = ("digits", "fashion-mnist")
 PLANTS = ("corner",)
