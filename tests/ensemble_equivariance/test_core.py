@@ -205,7 +205,7 @@ def test_vmap_trainer_equals_member_loop_and_is_seeded():
 
 @pytest.mark.parametrize("name", ["c4", "d4"])
 def test_vector_action_is_a_representation_matching_the_pixel_action(name):
-    from icml24.ensemble_equivariance.experiments import moment_target
+    from icml24.ensemble_equivariance.images import moment_target
 
     grp = ee.Group(name)
     x = torch.randn(5, 1, 7, 7, generator=torch.Generator().manual_seed(0)).double()
@@ -225,7 +225,7 @@ def test_vector_action_is_a_representation_matching_the_pixel_action(name):
 
 
 def test_vector_equivariance_error_and_exact_ntk_mean():
-    from icml24.ensemble_equivariance.experiments import moment_target
+    from icml24.ensemble_equivariance.images import moment_target
 
     grp = ee.Group("d4")
     rng = np.random.default_rng(3)

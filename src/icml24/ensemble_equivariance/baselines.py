@@ -19,8 +19,8 @@ import torch
 from torch import nn
 
 from ..errors import InputError
-from ..validation import check_float, check_int, check_seed, check_tensor
-from .ensemble import make_members, targets
+from ..validation import check_int, check_seed
+from .ensemble import check_training, make_members, member_loss
 from .groups import as_group, check_images
 
 __all__ = ["OrbitAveraged", "GroupCNN", "train_members_loop"]
@@ -191,16 +191,7 @@ def train_members_loop(
     """
     if not callable(factory) or isinstance(factory, nn.Module):
         raise InputError(f"factory must be a callable that returns a new torch.nn.Module, got {type(factory).__name__}")
-    members = check_int(members, "members", min_val=1)
-    steps = check_int(steps, "steps", min_val=0)
-    lr = check_float(lr, "lr", min_val=0.0, include_boundaries="neither")
-    seed = check_seed(seed)
-    x = check_tensor(x, "x", dtype="float")
-    if x.ndim < 2:
-        raise InputError(f"x must be a batch (N, ...) with N >= 1, got shape {tuple(x.shape)}")
-    y = targets(y)
-    if len(y) != len(x):
-        raise InputError(f"y must have {len(x)} rows like x, got {len(y)}")
+    members, steps, lr, seed, x, y = check_training(members, steps, lr, seed, x, y)
     out = []
     for m in make_members(factory, members, seed):
         dtype = next(m.parameters()).dtype
@@ -208,7 +199,7 @@ def train_members_loop(
         for _ in range(steps):
             m.zero_grad(set_to_none=True)
             pred = m(xx)
-            loss = 0.5 * ((pred - yy) ** 2).reshape(len(yy), -1).sum(1).mean()
+            loss = member_loss(pred, yy)
             loss.backward()
             with torch.no_grad():
                 for p in m.parameters():

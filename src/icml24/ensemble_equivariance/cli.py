@@ -70,7 +70,7 @@ def osp_command(args: argparse.Namespace) -> int:
     import io
 
     from ..runs import atomic_write_bytes
-    from .experiments import osp_curve, osp_figure
+    from .curves import osp_curve, osp_figure
 
     check_int(args.members, "--members", min_val=1)
     check_int(args.width, "--width", min_val=1)

@@ -106,6 +106,29 @@ def targets(y: torch.Tensor, classes: int | None = None) -> torch.Tensor:
     return nn.functional.one_hot(y.long(), classes or int(y.max()) + 1).float()
 
 
+def check_training(
+    members: Any, steps: Any, lr: Any, seed: Any, x: Any, y: Any
+) -> tuple[int, int, float, int, torch.Tensor, torch.Tensor]:
+    """The arguments every ensemble trainer shares, checked: ``(members, steps, lr, seed, x, y)``, with ``y``
+    as float targets (:func:`targets`) of as many rows as ``x``."""
+    members = check_int(members, "members", min_val=1)
+    steps = check_int(steps, "steps", min_val=0)
+    lr = check_float(lr, "lr", min_val=0.0, include_boundaries="neither")
+    seed = check_seed(seed)
+    x = check_tensor(x, "x", dtype="float")
+    if x.ndim < 2:
+        raise InputError(f"x must be a batch (N, ...) with N >= 1, got shape {tuple(x.shape)}")
+    y = targets(y)
+    if len(y) != len(x):
+        raise InputError(f"y must have {len(x)} rows like x, got {len(y)}")
+    return members, steps, lr, seed, x, y
+
+
+def member_loss(pred: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """One member's loss ``mean_i |f(x_i) - y_i|^2 / 2`` (summed over the outputs): the MSE of the theorem."""
+    return 0.5 * ((pred - y) ** 2).reshape(len(y), -1).sum(1).mean()
+
+
 class Ensemble:
     """M members of one architecture with stacked parameters; call it for the ensemble mean.
 
@@ -252,16 +275,7 @@ def train_ensemble(
         The trained ensemble; ``snapshots[s]`` the ensemble after ``s`` steps.
     """
     factory = _check_factory(factory)
-    members = check_int(members, "members", min_val=1)
-    steps = check_int(steps, "steps", min_val=0)
-    lr = check_float(lr, "lr", min_val=0.0, include_boundaries="neither")
-    seed = check_seed(seed)
-    x = check_tensor(x, "x", dtype="float")
-    if x.ndim < 2:
-        raise InputError(f"x must be a batch (N, ...) with N >= 1, got shape {tuple(x.shape)}")
-    y = targets(y)
-    if len(y) != len(x):
-        raise InputError(f"y must have {len(x)} rows like x, got {len(y)}")
+    members, steps, lr, seed, x, y = check_training(members, steps, lr, seed, x, y)
     if isinstance(checkpoints, (str, bytes)) or not hasattr(checkpoints, "__iter__"):
         raise InputError(f"checkpoints must be a sequence of steps, got {type(checkpoints).__name__}")
     checkpoints = sorted({check_int(c, "checkpoints", min_val=0, max_val=steps) for c in checkpoints})
@@ -286,7 +300,7 @@ def train_ensemble(
 
     def loss(p, b, xx, yy):
         pred = functional_call(base, (p, b), (xx,))
-        return 0.5 * ((pred - yy) ** 2).reshape(len(yy), -1).sum(1).mean()
+        return member_loss(pred, yy)
 
     step_fn = vmap(grad(loss), in_dims=(0, 0, None, None))
     result_snaps: dict[int, Ensemble] = {}

@@ -34,13 +34,19 @@ from ..lazy import lazy_package
 _EXPORTS = {
     ".network": (
         "FeedbackNetwork",
-        "FeedbackFunction",
-        "FeedbackLinearFunction",
         "RULES",
         "get_rule",
+    ),
+    ".autograd": (
+        "FeedbackFunction",
+        "FeedbackLinearFunction",
+    ),
+    ".models": (
         "make_mlp",
         "make_cnn",
         "align_init_",
+    ),
+    ".training": (
         "train",
         "accuracy",
         "loss_fn",

@@ -58,11 +58,6 @@ def _bp_potential(w: Tensor, m: Optional[Tensor], scale: float) -> Tensor:
     return 0.5 * per_input(transpose(w * w))
 
 
-def _dfa_feedback(w: Tensor, m: Optional[Tensor], scale: float) -> Tensor:
-    assert m is not None
-    return m
-
-
 def _usf_feedback(w: Tensor, m: Optional[Tensor], scale: float) -> Tensor:
     return transpose(torch.sign(w).mul_(scale))
 
@@ -82,8 +77,8 @@ def _frsf_potential(w: Tensor, m: Optional[Tensor], scale: float) -> Tensor:
 
 
 def _brsf_potential(w: Tensor, m: Optional[Tensor], scale: float) -> Tensor:
-    # the expected potential: E|M| ||W[:, k]||_1 with E|M| = s sqrt(2/pi)
-    return scale * SQRT_2_OVER_PI * per_input(transpose(w.abs()))
+    # the expected potential: E|M| ||W[:, k]||_1 with E|M| = s sqrt(2/pi), uSF's potential at scale E|M|
+    return _usf_potential(w, m, scale * SQRT_2_OVER_PI)
 
 
 def _kp_potential(w: Tensor, m: Optional[Tensor], scale: float) -> Tensor:
@@ -109,7 +104,7 @@ DFA = Rule(
     direct=True,
     draws=True,
     exact=False,
-    feedback=_dfa_feedback,
+    feedback=FA.feedback,  # the fixed matrix itself, of shape (in, n_L)
     potential=None,  # a layer-local law only at the last layer (same as FA there)
     law="none",
 )

@@ -45,8 +45,9 @@ import torch
 
 from ..errors import InputError
 from ..validation import check_bool, check_int
-from .network import FeedbackNetwork, check_batch, loss_fn
+from .network import FeedbackNetwork
 from .rules import FA, transpose
+from .training import check_batch, loss_fn
 
 Tensor = torch.Tensor
 

@@ -1,10 +1,10 @@
 """The claims' experiments (Robertson & Koyejo, ICML 2024, arXiv 2306.01870); declared in :mod:`.paper`.
 
 All three run on scikit-learn's digits (``icml24.data.digits``, pixels in [0, 1], stratified 75/25 split)
-with the MLP ``64 -> h -> h -> n_classes`` of :func:`~icml24.feedback_alignment.network.make_mlp` (ReLU,
+with the MLP ``64 -> h -> h -> n_classes`` of :func:`~icml24.feedback_alignment.models.make_mlp` (ReLU,
 Gaussian init ``std = init_scale/sqrt(fan_in)``, random feedback of std ``1/sqrt(fan_in)``), full-batch
 gradient descent and cross-entropy, on one thread (their matrices are small, at most 1347 x 128: one thread is
-as fast as two on an idle machine, and on a shared one two busy threads slow full-batch steps 5-25x). The paper
+as fast as two on an idle machine, and on a shared one two busy threads slow full-batch steps several-fold). The paper
 validates on MNIST, CIFAR-100 and Tiny-ImageNet; none of them is available offline here, so PAPER scale runs
 the same experiments longer and with more seeds on digits, and says so in the log.
 
@@ -40,7 +40,9 @@ from .diagnostics import (
     potential,
     update_alignment,
 )
-from .network import FeedbackNetwork, accuracy, align_init_, get_rule, make_cnn, make_mlp, train
+from .models import align_init_, make_cnn, make_mlp
+from .network import FeedbackNetwork, get_rule
+from .training import accuracy, train
 
 log = logging.getLogger(__name__)
 
@@ -262,7 +264,7 @@ def _paired(d) -> tuple[float, float]:
 
 def run_multiclass(scale: Scale, seed: int) -> dict[str, float]:
     """Claim ``multiclass``: test accuracy of backprop and FA on digits restricted to 2, 5 and 10 classes, and of
-    FA with an aligned initialisation (:func:`~icml24.feedback_alignment.network.align_init_` with
+    FA with an aligned initialisation (:func:`~icml24.feedback_alignment.models.align_init_` with
     :data:`ALIGN_STRENGTH`; why it mixes ``B^T`` into ``W`` is argued there) on 10 classes, over several
     consecutive seeds inside one run, judged on paired per-seed differences.
 
@@ -369,7 +371,7 @@ def fashion_mnist_cnn(
     seed: int = 0,
     root=None,
 ) -> list[dict]:
-    """Train the small CNN of :func:`~icml24.feedback_alignment.network.make_cnn` on Fashion-MNIST under each rule.
+    """Train the small CNN of :func:`~icml24.feedback_alignment.models.make_cnn` on Fashion-MNIST under each rule.
 
     ``Conv2d(1, 8, 3) -> ReLU -> AvgPool(2) -> Conv2d(8, 16, 3) -> ReLU -> AvgPool(2) -> Flatten -> Linear(784,
     10)`` by default; the same initial weights and the same minibatch order for every rule; plain SGD with
