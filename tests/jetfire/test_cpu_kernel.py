@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from icml24.errors import InputError
 from icml24.jetfire import JetfireLinear, JetfireOp, block_matmul, quantize_blocks
 from icml24.jetfire import cpu as jcpu
-from icml24.jetfire.quant import dequantize_raw, fake_quantize_raw, linear_gemm, quantize_raw
+from icml24.jetfire.gemm import linear_gemm
+from icml24.jetfire.quant import dequantize_raw, fake_quantize_raw, quantize_raw
 
 BUILT = jcpu.vnni_supported() and jcpu.cpu_kernel_built()
 needs_kernel = pytest.mark.skipif(not BUILT, reason="the CPU VNNI kernel is not built (opt-in, see the module)")

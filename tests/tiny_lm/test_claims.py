@@ -77,7 +77,8 @@ def test_compact_tokenizer_claim(tmp_path):
     assert m["compact_tokens_per_byte"] > m["full_tokens_per_byte"]  # pruning lengthens the token sequence
     assert curves_drawn(tmp_path, "compact-tokenizer")
     # the claim's compact tokenizer round-trips held-out corpus text, Austen's and Shakespeare's
-    from icml24.tiny_lm.experiments import MID_VOCAB, compact, corpus
+    from icml24.tiny_lm.corpus import compact, corpus
+    from icml24.tiny_lm.experiments import MID_VOCAB
 
     tok = compact(MID_VOCAB, 60_000).tokenizer
     for text in (corpus(60_000)[1][0][:3000], corpus(60_000)[1][-1][:3000]):
@@ -146,7 +147,7 @@ def test_parent_copies_are_fresh_and_read_right():  # after the inheritance test
         a.model.layers[0].self_attn.q_proj.weight.zero_()
     name = "model.layers.0.self_attn.q_proj.weight"
     assert torch.equal(smollm2_model().state_dict()[name], sb[name])  # a third copy is clean
-    # 3.58 nats; q/k rows left in llama.cpp's order give 4.93, gate and up matrices swapped 15.4
+    # read right, the loss is well below 4.5 nats; q/k rows left in llama.cpp's order or gate and up swapped: above
     tok = smollm2_tokenizer()
     text = "It is a truth universally acknowledged, that a single man in possession"
     ids = torch.tensor([tok(text)["input_ids"]])

@@ -28,7 +28,8 @@ from icml24.tiny_lm import (
     width_for_params,
     width_scores,
 )
-from icml24.tiny_lm.inherit import plan_width, slice_llama, unit_masks
+from icml24.tiny_lm.importance import unit_masks
+from icml24.tiny_lm.slicing import plan_width, slice_llama
 
 TEXT = (
     "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want "

@@ -11,11 +11,7 @@ SwitchBack (per-token) baselines and torchao's INT8 mixed-precision training sha
 On CUDA tensors the block GEMM is one fused Triton kernel (``icml24.jetfire.gpu``; blocks of 32 to 128): each
 program walks K one block at a time, takes the exact INT32 product of two INT8 tiles on the tensor cores and
 rescales it into FP32 registers, as the official kernels do; ``block_matmul(..., backend="torch")`` keeps the
-torch-ops path. Measured on an H200 (torch 2.11, Triton 3.6; ``benchmarks/jetfire.py``): the whole jetfire
-test suite passes with CUDA present; the kernel runs at 215-280 TOP/s, 0.32-0.38x of cuBLAS bf16 at n = 4096-8192
-(the per-chunk rescale on CUDA cores bounds it; the torch-ops path is 0.01x), a Jetfire linear layer's
-forward + backward is 0.20-0.23x bf16's, and 500 steps of the tiny GPT on tiny Shakespeare reach validation loss
-2.208 against FP32's 2.206 (+0.13 %).
+torch-ops path.
 
 Speed on CPU: the torch-ops block GEMM runs one INT8 GEMM per 32-wide K chunk followed by a rescale pass over the
 output, which is memory-bound and slower than FP32 and bf16. ``block_matmul(..., backend="cpu-vnni")`` (and
@@ -24,13 +20,14 @@ output, which is memory-bound and slower than FP32 and bf16. ``block_matmul(...,
 into FP32 accumulators, and an epilogue per output tile that adds the bias and requantizes the output per block
 (round to nearest for INT8 activations, stochastic rounding for the input gradient) while the tile is in cache;
 quantization with dequantization in one pass lives in the same extension. It is compiled on first request
-(about 30-40 s of CPU, 1-2 min of wall time on a loaded 2-core machine) and cached in torch's extension directory;
-``backend="auto"`` uses it only once it is built or when ``ICML24_JETFIRE_CPU_KERNEL=1`` asks for the build, so a
-default install never compiles. Measured on this CPU (AMD EPYC with AVX512-VNNI, one thread, process CPU time,
-medians, n = 2048; ``benchmarks/jetfire.py --cpu-kernel --cpu-time``): the block GEMM runs at 0.75-0.8x of
-``torch._int_mm`` (the per-chunk convert + FMA costs 2 vector ops per 8 ``vpdpbusd``), 1.6x bf16 and 3.5x FP32
-matmul; a Jetfire linear layer's forward + backward is 1.5x bf16's and 3.4x FP32's (1.5x and 3.2x at n = 4096),
-and a GPT-2 block's training step (2048 tokens, d = 512) about 1.0x bf16 autocast's and 1.8x FP32's.
+(a minute or two) and cached in torch's extension directory; ``backend="auto"`` uses it only once it is built or
+when ``ICML24_JETFIRE_CPU_KERNEL=1`` asks for the build, so a default install never compiles.
+
+Modules: ``quant`` (per-block quantization), ``gemm`` (the block GEMM), ``backends`` (which kernel runs it), ``cpu``
+and ``cpu_source`` (the fused CPU kernel), ``gpu`` (the Triton kernel), ``layers`` (the INT8 layers and
+``convert``), ``targets`` (which modules ``convert`` swaps), ``baselines`` (per-tensor INT8, SwitchBack, torchao),
+``paper`` (the claims) and ``experiments`` (their runs).
+Measured speeds on GPU and CPU (``benchmarks/jetfire.py``) are in the README's Measured section.
 """
 
 from ..lazy import lazy_package
@@ -43,8 +40,8 @@ _EXPORTS = {
         "quantize_blocks",
         "fake_quantize",
         "relative_error",
-        "block_matmul",
     ),
+    ".gemm": ("block_matmul",),
     ".baselines": (
         "SCHEMES",
         "Int8Linear",

@@ -17,7 +17,7 @@ from torch import Tensor, nn
 from ..errors import InputError
 from ..extras import require
 from ..validation import check_choice, check_seed
-from .layers import check_model_and_modules, linear_weight, replace_modules
+from .targets import check_model_and_modules, linear_weight, replace_modules
 
 SCHEMES = ("per_tensor", "switchback")
 

@@ -1,5 +1,6 @@
 """Jetfire's layers: the INT8 linear layer (Sec. 5.1), INT8-in/INT8-out non-linear operators (Sec. 5.2) and
-``convert``, which turns a user's GPT-2-style or Llama-style Hugging Face model into a Jetfire model.
+``convert``, which turns a user's GPT-2-style or Llama-style Hugging Face model into a Jetfire model (the modules
+it swaps are chosen in :mod:`icml24.jetfire.targets`).
 
 Data flow (official ``INT8_GPT2/qmodel.py``): every operator of a transformer block takes an INT8 tensor with
 32x32 block scales, computes in FP32 and emits INT8 again; the attention core (softmax(QK^T)V), the FP
@@ -12,28 +13,18 @@ rounding at every operator boundary.
 from __future__ import annotations
 
 import copy
-import re
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 import torch
 from torch import Tensor, nn
 
 from ..errors import InputError
 from ..validation import check_bool, check_choice, check_seed
-from .quant import (
-    BACKENDS,
-    BLOCK,
-    BlockQuant,
-    block_matmul,
-    check_block_size,
-    check_cpu_backend,
-    dequantize_raw,
-    fake_quantize_raw,
-    linear_gemm,
-    quantize_raw,
-    use_cpu_kernel,
-)
+from .backends import BACKENDS, check_cpu_backend, use_cpu_kernel
+from .gemm import block_matmul, linear_gemm
+from .quant import BLOCK, BlockQuant, check_block_size, dequantize_raw, fake_quantize_raw, quantize_raw
+from .targets import check_model_and_modules, linear_weight, replace_modules
 
 _ATTN_INPUT_NAMES = ("c_attn", "q_proj", "k_proj", "v_proj", "qkv", "query", "key", "value", "qkv_proj")
 
@@ -376,189 +367,6 @@ def _desc(x) -> str:
     return f"{x.dtype} {tuple(x.shape)}" if isinstance(x, Tensor) else type(x).__name__
 
 
-# ------------------------------------------------------------------------------------------------ convert
-def is_linear(module: nn.Module) -> bool:
-    """Whether a module is an ``nn.Linear`` or a transformers ``Conv1D`` (GPT-2's linear layer).
-
-    Parameters
-    ----------
-    module : nn.Module
-
-    Returns
-    -------
-    bool
-    """
-    return isinstance(module, nn.Linear) or type(module).__name__ == "Conv1D"
-
-
-def linear_weight(module: nn.Module, name: str) -> tuple[Tensor, Tensor | None]:
-    """The weight in ``nn.Linear``'s ``(out, in)`` orientation and the bias of a linear layer (detached).
-
-    Parameters
-    ----------
-    module : nn.Linear or Conv1D
-    name : str
-        The argument's name for the message.
-
-    Returns
-    -------
-    (torch.Tensor, torch.Tensor or None)
-
-    Raises
-    ------
-    InputError
-        If the module is neither.
-    """
-    if isinstance(module, nn.Linear):
-        return module.weight.detach(), None if module.bias is None else module.bias.detach()
-    if type(module).__name__ == "Conv1D":  # transformers.pytorch_utils.Conv1D: weight (in, out)
-        return module.weight.detach().t(), None if module.bias is None else module.bias.detach()
-    raise InputError(f"{name} must be an nn.Linear or a transformers Conv1D, got {type(module).__name__}")
-
-
-def is_norm(module: nn.Module) -> bool:
-    """Whether a module is a LayerNorm or an RMSNorm (torch's or a transformers model's).
-
-    Parameters
-    ----------
-    module : nn.Module
-
-    Returns
-    -------
-    bool
-    """
-    return isinstance(module, (nn.LayerNorm, nn.RMSNorm)) or type(module).__name__.endswith(("RMSNorm", "LayerNorm"))
-
-
-def is_activation(module: nn.Module) -> bool:
-    """Whether a module is an element-wise activation (torch's or ``transformers.activations``).
-
-    Parameters
-    ----------
-    module : nn.Module
-
-    Returns
-    -------
-    bool
-    """
-    mod = type(module).__module__
-    return mod.startswith("transformers.activations") or mod == "torch.nn.modules.activation"
-
-
-_IN_BLOCK = re.compile(r"(^|\.)\d+\.")
-
-
-def jetfire_targets(model: nn.Module) -> dict[str, str]:
-    """The modules :func:`convert` swaps by default: linear layers (except the LM head), and the norms and
-    activations inside the numbered transformer blocks (the final norm and embeddings stay in FP); in a
-    model without numbered blocks (a single block), every norm and activation.
-
-    Parameters
-    ----------
-    model : nn.Module
-
-    Returns
-    -------
-    dict of str to str
-        Module name -> ``"linear"``, ``"norm"`` or ``"activation"``.
-    """
-    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
-    named = [(n, m) for n, m in model.named_modules() if n and m is not head]
-    # a whole model: only inside its numbered blocks; a single block (no numbered children): everywhere
-    numbered = any(_IN_BLOCK.search(n + ".") for n, _ in named)
-    out = {}
-    for name, m in named:
-        inside = not numbered or bool(_IN_BLOCK.search(name + "."))
-        if is_linear(m):
-            out[name] = "linear"
-        elif inside and is_norm(m):
-            out[name] = "norm"
-        elif inside and is_activation(m):
-            out[name] = "activation"
-    return out
-
-
-def replace_modules(model: nn.Module, factory: Callable[[str, nn.Module], nn.Module], names: Sequence[str]):
-    """Swap the named submodules of ``model`` in place by ``factory(name, module)``.
-
-    Parameters
-    ----------
-    model : nn.Module
-    factory : callable
-        ``factory(name, old_module) -> new_module``.
-    names : sequence of str
-        Dotted names of submodules.
-
-    Returns
-    -------
-    nn.Module
-        ``model``.
-    """
-    for name in names:
-        parent_name, _, child = name.rpartition(".")
-        parent = model.get_submodule(parent_name) if parent_name else model
-        setattr(parent, child, factory(name, getattr(parent, child)))
-    return model
-
-
-def check_model_and_modules(model, modules, what: str) -> dict[str, str]:
-    """Validate ``model`` and the ``modules`` to convert; the kind of each module to swap.
-
-    Parameters
-    ----------
-    model : nn.Module
-    modules : sequence of str or None
-        Names to convert; None for the defaults of :func:`jetfire_targets`.
-    what : str
-        ``"all"`` (linears, norms, activations) or ``"linear"`` (linear layers only).
-
-    Returns
-    -------
-    dict of str to str
-        Module name -> kind.
-
-    Raises
-    ------
-    InputError
-        If ``model`` is not a module, has nothing to convert, or a named module is missing or unsupported.
-    """
-    if not isinstance(model, nn.Module):
-        raise InputError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    targets = jetfire_targets(model)
-    if what == "linear":
-        targets = {k: v for k, v in targets.items() if v == "linear"}
-    if modules is None:
-        if "linear" not in targets.values():
-            raise InputError("model has no linear layer to convert", "give a transformer with nn.Linear or Conv1D")
-        return targets
-    if isinstance(modules, str) or not all(isinstance(m, str) for m in modules):
-        raise InputError("modules must be a sequence of module names (str)")
-    if not modules:
-        raise InputError("modules is empty", "name at least one module, or leave modules=None")
-    known = dict(model.named_modules())
-    out = {}
-    for name in modules:
-        if name not in known:
-            raise InputError(f"modules names {name!r}, which model does not have")
-        m = known[name]
-        kind = (
-            "linear"
-            if is_linear(m)
-            else "norm"
-            if is_norm(m) and what == "all"
-            else "activation"
-            if is_activation(m) and what == "all"
-            else None
-        )
-        if kind is None:
-            raise InputError(
-                f"modules names {name!r}, a {type(m).__name__}, which cannot be converted",
-                "convert nn.Linear / Conv1D, LayerNorm / RMSNorm and activations",
-            )
-        out[name] = kind
-    return out
-
-
 def convert(
     model: nn.Module,
     *,
@@ -583,7 +391,8 @@ def convert(
     seed : int, default 0
         Seed of the stochastic rounding (layer ``i`` uses ``seed + i``).
     modules : sequence of str, optional
-        Names of the submodules to convert; by default every target of :func:`jetfire_targets`.
+        Names of the submodules to convert; by default every target of
+        :func:`~icml24.jetfire.targets.jetfire_targets`.
 
     Returns
     -------

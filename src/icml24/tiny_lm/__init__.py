@@ -12,14 +12,16 @@ from ..lazy import lazy_package
 # Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
 _EXPORTS = {
     ".inherit": (
-        "CRITERIA",
         "LAYER_STRATEGIES",
-        "WidthScores",
         "count_parameters",
-        "hard_topk_mask",
         "inherit",
-        "learn_masks",
         "select_layers",
+    ),
+    ".importance": (
+        "CRITERIA",
+        "WidthScores",
+        "hard_topk_mask",
+        "learn_masks",
         "width_scores",
     ),
     ".train": (

@@ -20,7 +20,8 @@ import torch
 
 from ..errors import InputError
 from ..validation import check_float, check_int, check_seed
-from .inherit import WidthScores, check_llama, unit_masks
+from .importance import WidthScores, unit_masks
+from .llama import check_llama
 
 BETA, LEFT, RIGHT = 2.0 / 3.0, -0.1, 1.1  # hard-concrete constants of Louizos et al. and Sheared-LLaMA
 

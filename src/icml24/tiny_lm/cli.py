@@ -86,14 +86,14 @@ def derive_command(args: argparse.Namespace) -> int:
             raise InputError(f"--corpus {args.corpus} is not a file", "give a UTF-8 text file")
         texts = [path.read_text(encoding="utf-8", errors="replace")]
     else:
-        from .experiments import corpus
+        from .corpus import corpus
 
         texts = list(corpus(None)[0])
     from pathlib import Path
 
     import torch
 
-    from .experiments import parent_model, parent_tokenizer
+    from .corpus import parent_model, parent_tokenizer
     from .inherit import count_parameters, inherit
     from .tokenizer import compact_tokenizer, embedding_share, tokens_per_byte
 

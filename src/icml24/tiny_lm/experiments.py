@@ -1,9 +1,8 @@
 """The claim experiments of PanGu-pi Pro on a real parent (SmolLM2-135M-Instruct) and a real corpus.
 
-Corpus: Jane Austen's six novels and tiny Shakespeare from the data root; each text is split at 90 % (the
-first 90 % trains, the last 10 % validates): a fixed split. The parent's weights and its tokenizer are read
-once per process (:mod:`icml24.nn.pretrained`); each experiment counts, prunes and tokenises the corpus and
-derives its children itself (a :class:`Corpus` of its own), so that no experiment finds another's work.
+The parent, the corpus (Austen's six novels and tiny Shakespeare, each split at 90 %) and its batches come from
+:mod:`icml24.tiny_lm.corpus`; each experiment derives its children itself, so that no experiment finds another's
+work.
 
 Scales: SMOKE (the tests) uses the first 60,000 characters of each text and a few dozen steps; QUICK the
 whole corpus (5.1 MB) and about a hundred steps per arm; PAPER (1.6T tokens, a 7B parent, OpenCompass
@@ -21,8 +20,9 @@ from ..claims import Scale
 from ..errors import PrerequisiteMissing
 from ..runs import artifact_dir, save_figure
 from .baselines import random_init_like, sheared_masks
+from .corpus import Corpus, ordered_batches, parent_model, parent_tokenizer, random_batches, val_blocks
 from .inherit import count_parameters, inherit
-from .tokenizer import compact_tokenizer, token_coverage, token_frequencies
+from .tokenizer import token_coverage
 from .train import batch_losses, evaluate, greedy_decode_speed, recipe, resample_batches, train_on_batches
 
 MID_VOCAB = 4096  # the compact vocabulary of the models (8.3 % of SmolLM2's 49,152 pieces)
@@ -40,216 +40,8 @@ def _check_scale(scale: Scale) -> Scale:
     return scale
 
 
-# ------------------------------------------------------------------------------------------------- data
-def parent_model():
-    """SmolLM2-135M-Instruct with its parameters frozen, a fresh copy each call (children are built from it).
-
-    :func:`icml24.nn.pretrained.smollm2_model`: the weights :func:`~icml24.nn.pretrained.load_smollm2` loads (float32,
-    offline, bit for bit), read once per process by transformers' fast GGUF reader (about 2 s instead of about
-    20 s) and copied on each call (under a second).
-
-    Returns
-    -------
-    transformers.LlamaForCausalLM
-    """
-    from ..nn.pretrained import smollm2_model
-
-    model = smollm2_model(torch.float32)
-    for p in model.parameters():
-        p.requires_grad_(False)
-    return model
-
-
-def parent_tokenizer():
-    """SmolLM2's tokenizer (49,152 byte-level BPE pieces), read from the GGUF file without the weights.
-
-    :func:`icml24.nn.pretrained.smollm2_tokenizer` (built once per process).
-
-    Returns
-    -------
-    transformers.PreTrainedTokenizerFast
-    """
-    from ..nn.pretrained import smollm2_tokenizer
-
-    return smollm2_tokenizer()
-
-
-def corpus(max_chars: int | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Train and validation texts: each Austen novel and tiny Shakespeare, split at 90 %.
-
-    Parameters
-    ----------
-    max_chars : int or None
-        Characters kept from the start of each text (None: all).
-
-    Returns
-    -------
-    (tuple of str, tuple of str)
-        Train parts and validation parts, Austen's novels first.
-
-    Raises
-    ------
-    DataUnavailable
-        When Austen's novels or tiny Shakespeare are not under the data root.
-    """
-    from ..data.text import AUSTEN_NOVELS, austen, tiny_shakespeare
-
-    docs = [austen([n]) for n in AUSTEN_NOVELS] + [tiny_shakespeare()]
-    docs = [d[:max_chars] if max_chars else d for d in docs]
-    cut = [int(0.9 * len(d)) for d in docs]
-    return tuple(d[:c] for d, c in zip(docs, cut)), tuple(d[c:] for d, c in zip(docs, cut))
-
-
 def _max_chars(scale: Scale) -> int | None:
     return scale.pick(60_000, None, None)
-
-
-class Corpus:
-    """The corpus of one experiment at one length, with what the experiment derives from it.
-
-    SmolLM2's token counts, the compact tokenizers and the token streams are computed on first use and kept by
-    this object only: an experiment builds its own and drops it when it returns, so that nothing one experiment
-    computes is found by another.
-
-    Parameters
-    ----------
-    max_chars : int or None
-        Characters kept from the start of each text (None: all); see :func:`corpus`.
-
-    Attributes
-    ----------
-    train, val : tuple of str
-        Train and validation texts.
-    """
-
-    def __init__(self, max_chars: int | None) -> None:
-        self.max_chars = max_chars
-        self.train, self.val = corpus(max_chars)
-        self._counts: dict = {}
-        self._compact: dict = {}
-        self._streams: dict = {}
-
-    def counts(self, split: str):
-        """SmolLM2 token frequencies of the train or validation texts.
-
-        Parameters
-        ----------
-        split : {"train", "val"}
-
-        Returns
-        -------
-        numpy.ndarray
-        """
-        if split not in self._counts:
-            self._counts[split] = token_frequencies(parent_tokenizer(), self.train if split == "train" else self.val)
-        return self._counts[split]
-
-    def compact(self, vocab_size: int):
-        """The compact tokenizer of ``vocab_size`` pieces, counted on the train texts.
-
-        Parameters
-        ----------
-        vocab_size : int
-
-        Returns
-        -------
-        CompactTokenizer
-        """
-        if vocab_size not in self._compact:
-            self._compact[vocab_size] = compact_tokenizer(parent_tokenizer(), self.counts("train"), vocab_size)
-        return self._compact[vocab_size]
-
-    def streams(self, vocab_size: int | None) -> tuple[torch.Tensor, torch.Tensor, float]:
-        """Token streams of the train and validation texts, and the validation tokens per byte.
-
-        Parameters
-        ----------
-        vocab_size : int or None
-            A compact vocabulary size, or None for SmolLM2's own tokenizer.
-
-        Returns
-        -------
-        (torch.Tensor, torch.Tensor, float)
-        """
-        if vocab_size not in self._streams:
-            tok = parent_tokenizer() if vocab_size is None else self.compact(vocab_size).tokenizer
-
-            def enc(texts):  # the Rust backend directly: what tok(...) does underneath, without its BatchEncoding
-                chunks = [t[i : i + 200_000] for t in texts for i in range(0, len(t), 200_000)]
-                out = tok.backend_tokenizer.encode_batch(chunks, add_special_tokens=False)
-                return torch.tensor([i for e in out for i in e.ids], dtype=torch.long)
-
-            tv = enc(self.val)
-            tpb = tv.numel() / sum(len(t.encode("utf-8")) for t in self.val)
-            self._streams[vocab_size] = (enc(self.train), tv, tpb)
-        return self._streams[vocab_size]
-
-
-def compact(vocab_size: int, max_chars: int | None):
-    """The compact tokenizer of ``vocab_size`` pieces, counted on the train texts of :func:`corpus`.
-
-    Parameters
-    ----------
-    vocab_size : int
-    max_chars : int or None
-
-    Returns
-    -------
-    CompactTokenizer
-    """
-    return Corpus(max_chars).compact(vocab_size)
-
-
-def ordered_batches(stream: torch.Tensor, n_batches: int, batch_size: int, seq_len: int) -> torch.Tensor:
-    """``n_batches`` batches of contiguous blocks taken in corpus order (batch ``i`` from the ``i``-th stretch).
-
-    Parameters
-    ----------
-    stream : torch.Tensor
-    n_batches, batch_size, seq_len : int
-
-    Returns
-    -------
-    torch.Tensor
-        ``(n_batches, batch_size, seq_len)``.
-    """
-    n_blocks = n_batches * batch_size
-    starts = torch.linspace(0, stream.numel() - seq_len - 1, n_blocks).long()
-    return torch.stack([stream[s : s + seq_len] for s in starts.tolist()]).view(n_batches, batch_size, seq_len)
-
-
-def random_batches(stream: torch.Tensor, n_batches: int, batch_size: int, seq_len: int, seed: int) -> torch.Tensor:
-    """``n_batches`` batches of blocks drawn uniformly from the stream (seeded).
-
-    Parameters
-    ----------
-    stream : torch.Tensor
-    n_batches, batch_size, seq_len : int
-    seed : int
-
-    Returns
-    -------
-    torch.Tensor
-    """
-    g = torch.Generator().manual_seed(seed)
-    starts = torch.randint(stream.numel() - seq_len - 1, (n_batches * batch_size,), generator=g)
-    return torch.stack([stream[s : s + seq_len] for s in starts.tolist()]).view(n_batches, batch_size, seq_len)
-
-
-def val_blocks(stream: torch.Tensor, n: int, seq_len: int) -> torch.Tensor:
-    """``n`` evenly spaced validation blocks.
-
-    Parameters
-    ----------
-    stream : torch.Tensor
-    n, seq_len : int
-
-    Returns
-    -------
-    torch.Tensor
-    """
-    starts = torch.linspace(0, stream.numel() - seq_len - 1, n).long()
-    return torch.stack([stream[s : s + seq_len] for s in starts.tolist()])
 
 
 def scratch_llama(vocab_size: int, *, layers: int, hidden: int, heads: int, seed: int):
@@ -421,24 +213,6 @@ class _Children:
         if (layers, criterion) not in self._derived:
             self._derived[layers, criterion] = _derive(self, layers, criterion)
         return self._derived[layers, criterion]
-
-
-def derive_child(scale: Scale, seed: int, layers: str = "first_last", criterion: str = "l2"):
-    """A SmolLM2 child of shape :data:`CHILD` on the compact vocabulary, as the inheritance claims' run derives it.
-
-    Parameters
-    ----------
-    scale : Scale
-    seed : int
-    layers : str
-    criterion : str
-        A width criterion of :func:`~icml24.tiny_lm.inherit`, or ``"sheared"`` for the Sheared-LLaMA peer.
-
-    Returns
-    -------
-    transformers.LlamaForCausalLM
-    """
-    return _derive(_Children(Scale.parse(scale), seed), layers, criterion)
 
 
 def _derive(run: _Children, layers: str, criterion: str):
