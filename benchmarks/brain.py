@@ -23,7 +23,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     from icml24.brain import brain_dpo_loss, brain_loss, sample_responses
-    from icml24.brain.experiments import lang_prompts
+    from icml24.brain.world import lang_prompts
     from icml24.data.text import EnumerableLanguage
     from icml24.nn.lm import sequence_logprobs, tiny_gpt2
 

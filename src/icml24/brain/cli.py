@@ -71,7 +71,7 @@ def train_command(args: argparse.Namespace) -> int:
     if args.estimator not in ESTIMATORS:
         raise InputError(f"unknown --estimator {args.estimator!r}", f"choose one of: {', '.join(ESTIMATORS)}")
     if args.model == "smollm2":
-        from .experiments import smollm2_arm
+        from .smollm2 import smollm2_arm
 
         print(f"SmolLM2-135M-Instruct + LoRA, lexicon reward: {steps} BRAIn steps, n = {n} (a few seconds a step)")
         m = smollm2_arm(steps, n=n, prompts_per_step=2, seed=seed)
@@ -85,7 +85,8 @@ def train_command(args: argparse.Namespace) -> int:
         )
         return 0
     from ..claims import Scale
-    from .experiments import build_world, distill, exact_metrics, sft_steps
+    from .experiments import distill
+    from .world import build_world, exact_metrics, sft_steps
 
     world = build_world(seed, sft_steps(Scale.QUICK))
     kl0, r0, _ = exact_metrics(world.prior, world)
