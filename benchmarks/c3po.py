@@ -42,7 +42,7 @@ def main() -> None:
             res = train_feedback(model, tok, data, method=m, config=cfg, steps=args.steps)
             times[m].append(res.seconds / (args.steps * cfg.batch_size) * 1e3)
     from icml24.c3po import add_lora
-    from icml24.c3po.c3po import encode
+    from icml24.c3po.encoding import encode
 
     policy = add_lora(model, cfg)
     enc = [(encode(tok, p, y1, cfg), encode(tok, p, y0, cfg)) for (p, y0, y1), _, _ in data.rows()]

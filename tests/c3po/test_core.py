@@ -26,7 +26,7 @@ from icml24.c3po import (
     train_feedback,
     word_feedback,
 )
-from icml24.c3po.c3po import encode
+from icml24.c3po.encoding import encode
 from icml24.data.assistant import AssistantWorld, instruction, rewrite_words
 from icml24.nn.lm import tiny_llama
 

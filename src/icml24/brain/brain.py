@@ -14,7 +14,6 @@ Notation (Pandey et al., ICML 2024, Sec. 3-4): ``x`` a prompt, ``y_1..y_n`` resp
 from __future__ import annotations
 
 import copy
-import inspect
 import logging
 import math
 import time
@@ -26,6 +25,7 @@ import torch
 from torch import Tensor
 
 from ..errors import InputError
+from ..nn.decoding import sample_responses
 from ..nn.lm import TrainConfig, sequence_logprobs, train_lm
 from ..validation import check_bool, check_choice, check_float, check_int, check_seed, check_tensor
 from .baselines import dpg_weights, gdcpp_weights
@@ -215,117 +215,6 @@ def brain_dpo_loss(policy_logp: Tensor, prior_logp: Tensor, reward: Tensor, *, d
     return brain_loss(
         pol, prior_logp, prior_logp, reward, targets="argmax", policy_scale=dpo_beta, baseline=True, beta=1.0
     )
-
-
-# ------------------------------------------------------------------------------------------------ sampling
-@torch.no_grad()
-def _cache_argument(model) -> str:
-    """The name under which ``model.forward`` takes its key/value cache (``cache`` from transformers 5.2x)."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
-
-
-def sample_responses(
-    model,
-    prompt_ids: Tensor,
-    n: int,
-    max_new_tokens: int,
-    *,
-    generator: torch.Generator,
-    allowed_ids: Tensor | None = None,
-    eos_token_id: int | None = None,
-    pad_token_id: int = 0,
-    use_cache: bool = True,
-) -> dict[str, Tensor]:
-    """Draw ``n`` responses per prompt by ancestral sampling (temperature 1, no top-k/top-p) and keep their
-    exact log-probabilities under the sampling model (step 3).
-
-    Parameters
-    ----------
-    model : transformers.PreTrainedModel
-        The proposal (the SFT model or a policy snapshot); its mode is restored afterwards.
-    prompt_ids : torch.Tensor
-        Prompts of equal length, long ``(P, T_p)``.
-    n : int
-        Responses per prompt (>= 1).
-    max_new_tokens : int
-        Response length limit (>= 1).
-    generator : torch.Generator
-        Source of randomness.
-    allowed_ids : torch.Tensor, optional
-        Restrict every next-token distribution to these ids (a grammar), renormalised.
-    eos_token_id : int, optional
-        End of a response; later positions are padding (masked). None: responses run to ``max_new_tokens``.
-    pad_token_id : int, default 0
-        Id written after ``<eos>``.
-    use_cache : bool, default True
-        Reuse the model's key/value cache between tokens (one prefill, then one token per step), as
-        ``generate`` does; False recomputes the whole sequence at each token (same draws, slower).
-
-    Returns
-    -------
-    dict of str to torch.Tensor
-        ``input_ids`` ``(P n, T_p + T)`` (prompt ``i`` repeated in rows ``i n .. i n + n - 1``),
-        ``attention_mask``, ``prompt_index`` ``(P n,)`` and ``logprob`` ``(P n,)`` (float32 sums over
-        response tokens, ``<eos>`` included).
-    """
-    ids = check_tensor(prompt_ids, "prompt_ids", ndim=2, dtype="integer")
-    n = check_int(n, "n", min_val=1)
-    max_new_tokens = check_int(max_new_tokens, "max_new_tokens", min_val=1)
-    if not isinstance(generator, torch.Generator):
-        raise InputError(f"generator must be a torch.Generator, got {type(generator).__name__}")
-    if allowed_ids is not None:
-        allowed_ids = check_tensor(allowed_ids, "allowed_ids", ndim=1, dtype="integer")
-    eos_token_id = check_int(eos_token_id, "eos_token_id", min_val=0, allow_none=True)
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            return _ancestral(
-                model, ids, n, max_new_tokens, generator, allowed_ids, eos_token_id, pad_token_id, use_cache
-            )
-    finally:
-        model.train(was_training)
-
-
-def _ancestral(model, ids, n, max_new_tokens, generator, allowed_ids, eos_token_id, pad_token_id, use_cache):
-    seq = ids.repeat_interleave(n, dim=0)
-    B = seq.size(0)
-    mask = torch.ones_like(seq)
-    done = torch.zeros(B, dtype=torch.bool)
-    lp = torch.zeros(B)
-    past = None
-    cache_arg = _cache_argument(model)
-    for _ in range(max_new_tokens):
-        if use_cache:
-            step_ids = seq if past is None else seq[:, -1:]
-            out = model(input_ids=step_ids, attention_mask=mask, use_cache=True, **{cache_arg: past})
-            past = getattr(out, "cache", None) if cache_arg == "cache" else out.past_key_values
-        else:
-            out = model(input_ids=seq, attention_mask=mask)
-        logits = out.logits[:, -1].float()
-        if allowed_ids is not None:
-            sub = torch.log_softmax(logits[:, allowed_ids], dim=-1)
-            j = torch.multinomial(sub.exp(), 1, generator=generator).squeeze(1)
-            tok, tlp = allowed_ids[j], sub.gather(1, j.unsqueeze(1)).squeeze(1)
-        else:
-            full = torch.log_softmax(logits, dim=-1)
-            tok = torch.multinomial(full.exp(), 1, generator=generator).squeeze(1)
-            tlp = full.gather(1, tok.unsqueeze(1)).squeeze(1)
-        lp = lp + torch.where(done, torch.zeros_like(tlp), tlp)
-        tok = torch.where(done, torch.full_like(tok, pad_token_id), tok)
-        seq = torch.cat([seq, tok.unsqueeze(1)], dim=1)
-        mask = torch.cat([mask, (~done).long().unsqueeze(1)], dim=1)
-        if eos_token_id is not None:
-            done = done | (tok == eos_token_id)
-            if bool(done.all()):
-                break
-    return {
-        "input_ids": seq,
-        "attention_mask": mask,
-        "prompt_index": torch.arange(ids.size(0)).repeat_interleave(n),
-        "logprob": lp,
-    }
 
 
 # ------------------------------------------------------------------------------------------------- trainer

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from ..errors import InputError
-from .c3po import C3POConfig, FeedbackResult, train_feedback
+from .c3po import FeedbackResult, train_feedback
+from .config import C3POConfig
 from .feedback import Feedback
 
 IN_CONTEXT_TEMPLATE = "{prompt}\n\nIf applicable, apply the following feedback to your response: {feedback}"

@@ -29,19 +29,15 @@ import torch
 from ..claims import Scale
 from ..data.assistant import AssistantWorld, corpus, instruction
 from ..errors import InputError, PrerequisiteMissing
-from ..nn.lm import TrainConfig, tiny_llama, train_lm
+from ..nn.lm_models import tiny_llama
+from ..nn.lm_train import TrainConfig, train_lm
 from ..runs import save_figure
 from ..threads import single_thread
 from ..validation import check_seed
 from .baselines import in_context_prompt, train_dpo, train_scd, train_scd_negatives
-from .c3po import (
-    C3POConfig,
-    encode,
-    feedback_rates,
-    generate,
-    sequence_kl,
-    train_c3po,
-)
+from .c3po import feedback_rates, generate, sequence_kl, train_c3po
+from .config import C3POConfig
+from .encoding import encode
 from .feedback import Feedback, FeedbackData, build_feedback_data, word_feedback, word_pattern
 
 WORLD_TEMPLATE = "feedback : {feedback} ; {prompt}"  # the instruction prefix the base model was pretrained with
@@ -666,7 +662,7 @@ def run_composition(scale: Scale, seed: int, *, run: WorldRun | None = None) -> 
         ``<key>_alone_<metric>``, ``<key>_mixed_<metric>`` (summed updates) and ``<key>_logits_<metric>`` (logit
         space) for both feedbacks; ``seconds``.
     """
-    from .c3po import compose_adapters
+    from .adapters import compose_adapters
 
     run = WorldRun(scale, seed) if run is None else run
     with single_thread():

@@ -34,6 +34,7 @@ from torch import Tensor, nn
 from transformers import LogitsProcessor
 
 from ..errors import InputError
+from ..nn.decoding import cache_keyword, output_cache
 from ..nn.lm import model_device, vocab_size_of
 from ..validation import check_bool, check_float, check_int, check_seed, check_tensor
 
@@ -210,22 +211,6 @@ def mix_logprobs(aligned_logits: Tensor, ref_logits: Tensor, lam: float) -> Tens
     return _mix(aligned_logits, ref_logits, lam)
 
 
-def _cache_arg(model: nn.Module) -> str:
-    """The KV-cache keyword of a model's forward: ``cache`` (newer transformers) or ``past_key_values``."""
-    key = type(model)
-    if key not in _CACHE_ARGS:
-        params = inspect.signature(model.forward).parameters
-        _CACHE_ARGS[key] = "cache" if "cache" in params else "past_key_values"
-    return _CACHE_ARGS[key]
-
-
-_CACHE_ARGS: dict = {}
-
-
-def _cache_of(out):
-    return out["cache"] if "cache" in out else out.get("past_key_values")
-
-
 def _reorder_cache(past, index: Tensor):
     """Rows of a KV cache gathered by ``index`` (beam search moves rows between steps)."""
     if hasattr(past, "reorder_cache"):
@@ -392,10 +377,10 @@ class DeRaLogitsProcessor(LogitsProcessor):
             "use_cache": self.use_cache,
         }
         if past is not None:
-            kw[_cache_arg(self.ref)] = past
+            kw[cache_keyword(self.ref)] = past
         with _eval_mode(self.ref):
             out = self.ref(**kw)
-        self._past = _cache_of(out) if self.use_cache else None
+        self._past = output_cache(out) if self.use_cache else None
         self._ids, self._mask = input_ids.clone(), mask
         return out.logits[:, -1, :]
 

@@ -1,0 +1,329 @@
+"""LoRA adapters for C3PO and their composition: the layers LoRA adapts, a fresh adapter on a copy of the model,
+saving one adapter per feedback, and serving several feedbacks from one base model (mixed weights or logits)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Sequence
+
+import torch
+from torch import Tensor
+
+from ..errors import InputError
+from ..extras import require
+from ..nn.decoding import cache_keyword
+from ..validation import check_choice, check_float
+from .config import C3POConfig
+
+
+def linear_module_names(model) -> list[str]:
+    """Return the leaf names of every linear layer except the output head (LoRA's default targets).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A causal LM (``nn.Linear`` layers, or transformers' ``Conv1D`` as in GPT-2).
+
+    Returns
+    -------
+    list of str
+        Sorted unique leaf names, e.g. ``["down_proj", "gate_proj", "k_proj", ...]``.
+    """
+    from transformers.pytorch_utils import Conv1D
+
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    names = set()
+    for name, mod in model.named_modules():
+        if isinstance(mod, (torch.nn.Linear, Conv1D)) and mod is not head:
+            names.add(name.split(".")[-1])
+    return sorted(names)
+
+
+def add_lora(model, config: C3POConfig | None = None):
+    """Wrap a copy of ``model`` with a fresh LoRA adapter (PEFT); the user's model is left untouched.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        The base causal LM.
+    config : C3POConfig, optional
+        ``lora_r``, ``lora_alpha``, ``lora_dropout``, ``target_modules`` and ``seed``.
+
+    Returns
+    -------
+    peft.PeftModel
+        The adapted copy, in eval mode; with ``disable_adapter()`` it is the base model exactly.
+    """
+    cfg = (config or C3POConfig()).validated()
+    require("peft", extra="lm", what="c3po")
+    from peft import LoraConfig, get_peft_model
+
+    if not isinstance(model, torch.nn.Module):
+        raise InputError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    present = linear_module_names(model)
+    targets = list(cfg.target_modules) if cfg.target_modules is not None else present
+    missing = [t for t in targets if t not in present]
+    if missing or not targets:
+        raise InputError(
+            f"target_modules {missing or targets} are not linear layers of the model",
+            f"choose among: {', '.join(present) or 'none'}",
+        )
+    lcfg = LoraConfig(
+        r=cfg.lora_r,
+        lora_alpha=cfg.lora_alpha,
+        lora_dropout=cfg.lora_dropout,
+        target_modules=targets,
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
+    base = copy.deepcopy(model)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.seed)
+        peft_model = get_peft_model(base, lcfg)
+    return peft_model.eval()
+
+
+def save_adapter(model, path) -> None:
+    """Save a trained LoRA adapter (safetensors) to a folder, one folder per feedback.
+
+    Parameters
+    ----------
+    model : peft.PeftModel
+        The adapted model (``FeedbackResult.model``).
+    path : str or pathlib.Path
+        The folder.
+    """
+    if not hasattr(model, "save_pretrained") or not hasattr(model, "peft_config"):
+        raise InputError(f"model must be a PEFT model, got {type(model).__name__}")
+    model.save_pretrained(str(path), safe_serialization=True)
+
+
+COMPOSE_MODES = ("weights", "logits")
+
+
+class ComposedFeedback(torch.nn.Module):
+    """Several feedback adapters served together in logit space: one base model carrying every adapter, and
+    at each position ``logits = base + sum_i w_i (logits_i - base)`` (a product of experts relative to the base).
+
+    Where each adapter leaves the base model's answers alone outside its own scope (what C3PO's anchor terms train
+    for), the composition is the adapter that owns a prompt's scope and the base model elsewhere. Built by
+    :func:`compose_adapters` with ``mode="logits"``; it costs one forward per adapter plus one of the base.
+
+    Parameters
+    ----------
+    peft_model : peft.PeftModel
+        The base model with the adapters loaded under ``names`` (owned by this object).
+    names : sequence of str
+        Adapter names.
+    weights : sequence of float
+        One weight per adapter.
+    """
+
+    def __init__(self, peft_model, names: Sequence[str], weights: Sequence[float]):
+        super().__init__()
+        self.peft_model = peft_model
+        self.names = list(names)
+        self.weights = [float(w) for w in weights]
+        self.config = peft_model.config
+
+    def _one(self, name, **kw):
+        if name is None:
+            with self.peft_model.disable_adapter():
+                return self.peft_model(**kw)
+        self.peft_model.set_adapter(name)
+        return self.peft_model(**kw)
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, **kwargs):
+        """Composed logits of a batch.
+
+        Parameters
+        ----------
+        input_ids : torch.Tensor
+            ``(B, T)`` token ids.
+        attention_mask : torch.Tensor, optional
+            ``(B, T)`` mask.
+        **kwargs
+            Passed to every forward (e.g. ``position_ids``).
+
+        Returns
+        -------
+        transformers.modeling_outputs.CausalLMOutput
+            ``.logits`` of shape ``(B, T, V)``.
+        """
+        from transformers.modeling_outputs import CausalLMOutput
+
+        kw = dict(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+        base = self._one(None, **kw).logits
+        out = base.clone()
+        for name, w in zip(self.names, self.weights):
+            out = out + w * (self._one(name, **kw).logits - base)
+        return CausalLMOutput(logits=out)
+
+    def disable_adapter(self):
+        """Context manager in which the forward is the base model's alone (``PeftModel.disable_adapter``).
+
+        Returns
+        -------
+        contextlib.AbstractContextManager
+        """
+        return self.peft_model.disable_adapter()
+
+    @torch.no_grad()
+    def generate(
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor | None = None,
+        *,
+        max_new_tokens: int = 64,
+        do_sample: bool = False,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        pad_token_id: int | None = None,
+        eos_token_id: int | None = None,
+        **unused,
+    ) -> Tensor:
+        """Decode from the composed distribution, greedy or sampled (temperature, top-p by transformers'
+        warpers), one KV cache per adapter and one for the base; left padding as ``model.generate``.
+
+        Parameters
+        ----------
+        input_ids : torch.Tensor
+            ``(B, T)`` prompts, left padded.
+        attention_mask : torch.Tensor, optional
+            ``(B, T)``; all ones by default.
+        max_new_tokens : int, default 64
+            Tokens to add at most.
+        do_sample : bool, default False
+            Sample instead of taking the argmax.
+        temperature, top_p : float, default 1.0
+            Sampling settings.
+        pad_token_id, eos_token_id : int, optional
+            Rows that produced ``eos_token_id`` continue with ``pad_token_id``.
+        **unused
+            Other ``generate`` keywords, ignored.
+
+        Returns
+        -------
+        torch.Tensor
+            ``(B, T + n)`` prompts followed by the new tokens.
+        """
+        from transformers import DynamicCache
+        from transformers.generation.logits_process import TemperatureLogitsWarper, TopPLogitsWarper
+
+        ids = input_ids
+        mask = torch.ones_like(ids) if attention_mask is None else attention_mask.to(ids.dtype)
+        pad = eos_token_id if pad_token_id is None else pad_token_id
+        arms = [None, *self.names]
+        caches = [DynamicCache() for _ in arms]
+        cache_kw = cache_keyword(self.peft_model)  # renamed in transformers 5.x
+        done = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)
+        step_ids, pos = ids, (mask.cumsum(-1) - 1).clamp(min=0)
+        warpers = [TemperatureLogitsWarper(temperature)] if do_sample and temperature != 1.0 else []
+        if do_sample and top_p < 1.0:
+            warpers.append(TopPLogitsWarper(top_p))
+        for _ in range(max_new_tokens):
+            lg = []
+            for arm, cache in zip(arms, caches):
+                kw = {"input_ids": step_ids, "attention_mask": mask, "position_ids": pos, cache_kw: cache}
+                out = self._one(arm, use_cache=True, **kw)
+                lg.append(out.logits[:, -1].float())
+            nxt = lg[0].clone()
+            for w, l in zip(self.weights, lg[1:]):
+                nxt = nxt + w * (l - lg[0])
+            if do_sample:
+                for warp in warpers:
+                    nxt = warp(ids, nxt)
+                tok = torch.multinomial(torch.softmax(nxt, -1), 1).squeeze(1)
+            else:
+                tok = nxt.argmax(-1)
+            if pad is not None:
+                tok = torch.where(done, torch.full_like(tok, pad), tok)
+            ids = torch.cat([ids, tok[:, None]], 1)
+            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], 1)
+            step_ids, pos = tok[:, None], pos[:, -1:] + 1
+            if eos_token_id is not None:
+                done = done | (tok == eos_token_id)
+                if bool(done.all()):
+                    break
+        return ids
+
+
+def compose_adapters(
+    model, adapters: Sequence, *, weights: Sequence[float] | None = None, mode: str = "weights"
+):  # fmt: skip
+    """Serve several feedbacks together from one copy of the base model.
+
+    ``mode="weights"`` (default) sums the adapters' weight updates into one LoRA adapter (PEFT
+    ``add_weighted_adapter`` with ``combination_type="cat"``, exact for any ranks): the paper's mixing of LoRA
+    parameters. ``mode="logits"`` (not in the paper) adds the adapters' logit shifts to the base model's logits
+    (:class:`ComposedFeedback`); measured on the assistant world (``icml24 verify c3po``), it keeps adherence less
+    well than mixing, because an adapter's out-of-scope anchor (NLL on the base model's answers) sharpens the base
+    distribution there rather than leaving it alone, and that shift opposes the other feedback.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        The base model the adapters were trained on (not modified).
+    adapters : sequence of peft.PeftModel or path
+        Trained adapted models (:class:`FeedbackResult` ``.model``) or folders written by :func:`save_adapter`.
+    weights : sequence of float, optional
+        One weight per adapter; all 1 by default.
+    mode : {"weights", "logits"}, default "weights"
+        Where the adapters are combined.
+
+    Returns
+    -------
+    peft.PeftModel or ComposedFeedback
+        ``mode="weights"``: the PEFT model, its active adapter ``"composed"``; ``mode="logits"``: a module with
+        ``forward``, ``generate`` and ``disable_adapter`` like a PEFT model.
+    """
+    require("peft", extra="lm", what="c3po")
+    from pathlib import Path
+
+    from peft import PeftModel, get_peft_model_state_dict, set_peft_model_state_dict
+
+    mode = check_choice(mode, "mode", COMPOSE_MODES)
+    if isinstance(adapters, (str, Path)) or not isinstance(adapters, Sequence) or len(adapters) < 1:
+        raise InputError("adapters must be a non-empty list of PEFT models or folders")
+    w = [1.0] * len(adapters) if weights is None else [check_float(x, "weights") for x in weights]
+    if len(w) != len(adapters):
+        raise InputError(f"weights has {len(w)} entries for {len(adapters)} adapters")
+    if not isinstance(model, torch.nn.Module) or hasattr(model, "peft_config"):
+        raise InputError("model must be the base model (not a PEFT model)", "pass the model the adapters were made on")
+    names = [f"feedback_{i}" for i in range(len(adapters))]
+    composed = None
+    for name, a in zip(names, adapters):
+        if isinstance(a, (str, Path)):
+            if not (Path(a) / "adapter_config.json").is_file():
+                raise InputError(f"adapters: {a} holds no saved adapter", "write it with save_adapter()")
+            if composed is None:
+                composed = PeftModel.from_pretrained(copy.deepcopy(model), str(a), adapter_name=name)
+            else:
+                composed.load_adapter(str(a), adapter_name=name)
+            continue
+        if not hasattr(a, "peft_config"):
+            raise InputError(f"adapters must be PEFT models or folders, got {type(a).__name__}")
+        cfg = copy.deepcopy(a.peft_config[a.active_adapter])
+        cfg.inference_mode = True
+        if composed is None:
+            composed = PeftModel(copy.deepcopy(model), cfg, adapter_name=name)
+        else:
+            composed.add_adapter(name, cfg)
+        state = get_peft_model_state_dict(a, adapter_name=a.active_adapter)
+        res = set_peft_model_state_dict(composed, state, adapter_name=name)
+        if getattr(res, "unexpected_keys", None):
+            raise InputError("adapters do not fit the base model", "pass the model the adapters were trained on")
+    for p in composed.parameters():
+        p.requires_grad_(False)
+    composed.eval()
+    if mode == "logits":
+        return ComposedFeedback(composed, names, w).eval()
+    if len(names) == 1 and w[0] == 1.0:
+        composed.set_adapter(names[0])
+        return composed
+    composed.add_weighted_adapter(names, w, "composed", combination_type="cat")
+    composed.set_adapter("composed")
+    return composed.eval()
+
+
+__all__ = ["COMPOSE_MODES", "ComposedFeedback", "add_lora", "compose_adapters", "linear_module_names", "save_adapter"]
