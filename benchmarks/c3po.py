@@ -27,7 +27,7 @@ def main() -> None:
 
     from icml24.c3po import train_feedback
     from icml24.c3po.c3po import reference_logprobs
-    from icml24.c3po.experiments import WorldRun, lora_config
+    from icml24.c3po.world_run import WorldRun, lora_config
     from icml24.claims import Scale
 
     run = WorldRun(Scale.SMOKE, 0)

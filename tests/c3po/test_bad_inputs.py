@@ -30,7 +30,7 @@ from icml24.c3po import (
     train_scd_negatives,
     word_feedback,
 )
-from icml24.data.assistant import AssistantWorld
+from icml24.c3po.world import AssistantWorld
 from icml24.nn.lm import tiny_llama
 from icml24.testing import assert_refuses, bad, coverage_gaps
 

@@ -70,9 +70,9 @@ def test_anchor_claim(metrics):
 
 
 def test_composition_claim_judges_its_metrics(metrics):
-    """The composition is a seed-dependent finding (it holds on quick seeds 0 and 1); at smoke seed 0 the "&"
-    adapter learns its feedback alone and keeps it mixed. Its judge can fail: an adapter that learned nothing
-    alone, a mix that drops a feedback, a mix that leaks it, and a no-op mix serving only the first adapter."""
+    """The composition is a seed-dependent finding; at smoke seed 0 the "&" adapter learns its feedback alone and
+    keeps it mixed. Its judge can fail: an adapter that learned nothing alone, a mix that drops a feedback, a mix
+    that leaks it, and a no-op mix serving only the first adapter."""
     assert metrics["ampersand_alone_adherence"] >= paper.LEARNED
     assert metrics["ampersand_mixed_adherence"] >= metrics["ampersand_alone_adherence"] - paper.ADH_MARGIN
     assert paper.COMPOSITION.matches(paper.COMPOSITION.judge(metrics))

@@ -27,7 +27,7 @@ from icml24.c3po import (
     word_feedback,
 )
 from icml24.c3po.encoding import encode
-from icml24.data.assistant import AssistantWorld, instruction, rewrite_words
+from icml24.c3po.world import AssistantWorld, instruction, rewrite_words
 from icml24.nn.lm import tiny_llama
 
 WORLD = AssistantWorld()
@@ -248,7 +248,7 @@ def test_logit_composition_adds_each_adapters_logit_shift_and_decodes_from_it():
 def test_smollm2_arm_runs_end_to_end_on_any_loaded_model(monkeypatch):
     # the real SmolLM2 takes ~30 s to load: the arm's pipeline is checked on a tiny model put in its place
     import icml24.nn.pretrained as pretrained
-    from icml24.c3po.experiments import smollm2_arm
+    from icml24.c3po.smollm2 import smollm2_arm
 
     monkeypatch.setattr(pretrained, "load_smollm2", lambda: (tiny(), TOK))
     m = smollm2_arm(2, per_category=1, n_eval=3, max_new_tokens=6, batch=2, seed=0)

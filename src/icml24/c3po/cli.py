@@ -81,12 +81,13 @@ def learn_command(args: argparse.Namespace) -> int:
 
     from ..claims import Scale
     from ..runs import artifacts_to
-    from .experiments import PARETO_METHODS, compare, parse_feedback
+    from .experiments import PARETO_METHODS, compare
+    from .scopes import parse_feedback
 
     key = parse_feedback(args.feedback)
     if args.model == "smollm2":
         from ..validation import check_device, check_int
-        from .experiments import smollm2_arm
+        from .smollm2 import smollm2_arm
 
         steps = check_int(args.steps, "--steps", min_val=1)
         device = check_device(args.device, "--device")
