@@ -14,7 +14,12 @@ from typing import Any
 
 # ----------------------------------------------------------------------------------------------- writes
 def current_umask() -> int:
-    """The process's file-mode creation mask (read without changing it for longer than a call)."""
+    """The process's file-mode creation mask (read without changing it for longer than a call).
+
+    Returns
+    -------
+    int
+    """
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
