@@ -10,11 +10,9 @@ from ..lazy import lazy_package
 
 # Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
 _EXPORTS = {
-    ".brain": (
+    ".losses": (
         "ESTIMATORS",
         "TARGETS",
-        "BrainConfig",
-        "BrainResult",
         "brain_loss",
         "brain_dpo_loss",
         "estimator_loss",
@@ -22,9 +20,13 @@ _EXPORTS = {
         "target_weights",
         "policy_weights",
         "effective_sample_size",
-        "sample_responses",
+    ),
+    ".brain": (
+        "BrainConfig",
+        "BrainResult",
         "train_brain",
     ),
+    "..nn.decoding": ("sample_responses",),
     ".baselines": (
         "dpg_weights",
         "gdcpp_weights",

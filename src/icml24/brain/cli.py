@@ -66,7 +66,7 @@ def train_command(args: argparse.Namespace) -> int:
     n = check_int(args.n, "--n", min_val=2)
     steps = check_int(args.steps, "--steps", min_val=1)
     seed = check_seed(args.seed, "--seed")
-    from .brain import ESTIMATORS
+    from .losses import ESTIMATORS
 
     if args.estimator not in ESTIMATORS:
         raise InputError(f"unknown --estimator {args.estimator!r}", f"choose one of: {', '.join(ESTIMATORS)}")

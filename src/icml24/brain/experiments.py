@@ -20,7 +20,8 @@ from ..runs import save_figure
 from ..threads import single_thread
 from ..validation import check_seed
 from .baselines import dpo_loss
-from .brain import BrainConfig, brain_dpo_loss, brain_loss, train_brain
+from .brain import BrainConfig, train_brain
+from .losses import brain_dpo_loss, brain_loss
 from .variance import FAR_KL, VARIANCE_ESTIMATORS, gaussian_variances, lm_variances
 from .world import BETA, World, build_world, exact_metrics, frontier, lang_prompts, sft_steps, table_reward
 

@@ -65,9 +65,9 @@ def smollm2_arm(
     """
     from ..data.text import LexiconReward
     from ..extras import require
+    from ..nn.decoding import sample_responses
     from ..nn.lm import sequence_logprobs
     from ..nn.pretrained import load_smollm2
-    from .brain import sample_responses
 
     require("peft", extra="lm", what="brain's LoRA arm")
     from peft import LoraConfig, get_peft_model

@@ -12,7 +12,7 @@ import torch
 
 from ..data.text import EnumerableLanguage
 from ..nn.lm import kl_divergence, response_logprobs
-from .brain import estimator_weights
+from .losses import estimator_weights
 from .world import BETA, World
 
 VARIANCE_ESTIMATORS = ("brain", "gdcpp", "dpg")

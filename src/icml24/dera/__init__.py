@@ -3,23 +3,25 @@
 from ..extras import require
 from ..lazy import lazy_package
 
-require("transformers", extra="lm", what="dera")  # cheap (find_spec): a missing extra is one line at import
-
 # Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
 _EXPORTS = {
-    ".decoding": (
+    ".model": (
         "DeRa",
-        "DeRaLogitsProcessor",
         "DeRaModel",
-        "dera_generate",
+    ),
+    ".processors": ("DeRaLogitsProcessor",),
+    ".decoding": ("dera_generate",),
+    ".scoring": (
         "dera_logprobs",
         "lambda_search",
         "LambdaSearch",
-        "mix_logprobs",
     ),
+    ".mixture": ("mix_logprobs",),
     ".baselines": (
         "retrain",
         "interpolate_weights",
     ),
 }
-__getattr__, __dir__, __all__ = lazy_package(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_package(
+    __name__, _EXPORTS, require=lambda: require("transformers", extra="lm", what="dera")
+)

@@ -14,7 +14,7 @@ from ..data.text import EnumerableLanguage
 from ..errors import InputError
 from ..nn.lm import AlignResult, align_exact, response_logprobs
 from ..validation import check_float, check_int, check_seed, check_tensor
-from .decoding import check_lambda, check_model, check_pair
+from .checks import check_lambda, check_model, check_pair
 
 
 def retrain(

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import InputError
+from ..extras import require
 from ..threads import single_thread
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ def default_pair(seed: int = 0):
         ``(aligned, ref, language)``: the aligned and the reference causal LMs (``transformers`` models in
         evaluation mode) and the :class:`~icml24.data.text.EnumerableLanguage`.
     """
+    require("transformers", extra="lm", what="dera")
     from transformers import AutoModelForCausalLM
 
     from ..data import cache_dir
@@ -124,10 +126,12 @@ def generate_command(args: argparse.Namespace) -> int:
         ``--aligned`` and ``--ref`` is given, the prompt is not in the enumerable language (default pair), or a
         folder is not a local Hugging Face model folder.
     """
+    require("transformers", extra="lm", what="dera")
     import torch
     from transformers.utils import logging as hf_logging
 
-    from .decoding import check_lambda, dera_generate
+    from .checks import check_lambda
+    from .decoding import dera_generate
 
     hf_logging.disable_progress_bar()
     lam = check_lambda(args.lam)

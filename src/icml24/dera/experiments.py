@@ -30,8 +30,10 @@ from ..runs import save_figure
 from ..threads import single_thread
 from ..validation import check_int, check_seed
 from .baselines import interpolate_weights, preference_pairs, retrain, retrain_dpo
-from .decoding import DeRa, dera_generate, lambda_search
+from .decoding import dera_generate
+from .model import DeRa
 from .paper import BETA, LAMBDAS, SMOKE_LAMBDAS, TARGET_BETAS, measured_lambdas
+from .scoring import lambda_search
 
 
 def lambdas_for(scale: Scale) -> tuple[float, ...]:
