@@ -4,8 +4,8 @@ needs a missing data set is 'not run' and names it, and nothing is fetched.
 Six packages are left out to keep the suite inside its budget: their smoke experiments train in synthetic worlds
 or on the model a registry package ships and read nothing from the data root (kisa's tabletop, c3po's assistant,
 deep_align's zoo, crebm's retro world, dera, brain), and they add the most time; the same run over all nineteen
-methods is in the note of the commit that added this test. ``test_left_out_packages_read_no_data`` checks that those six never reach a loader of the
-data root in a claim.
+methods is in the note of the commit that added this test. ``test_left_out_packages_read_no_data`` checks that
+those six never reach a loader of the data root in a claim.
 """
 
 import ast

@@ -35,7 +35,7 @@ def lazy_package(
     package : str
         The package's ``__name__``.
     exports : mapping of str to sequence of str
-        Relative module (``".baselines"``, ``"..data.retro_world"``) -> the names it provides.
+        Relative module (``".baselines"``, ``"..data.tabular"``) -> the names it provides.
     require : callable, optional
         Called before the first import (e.g. ``require("torch_geometric", extra="graphs")``): a missing optional
         dependency is then one :class:`~icml24.extras.MissingExtra` line, not an ImportError.

@@ -36,7 +36,7 @@ from icml24.crebm import (
     train_value_mlp,
     yield_criterion,
 )
-from icml24.data.retro_world import Step, load_templates
+from icml24.crebm.world import Step, load_templates
 from icml24.testing import assert_refuses, bad, coverage_gaps
 
 NAN = float("nan")

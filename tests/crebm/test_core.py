@@ -27,7 +27,7 @@ from icml24.crebm import (
     train_value_mlp,
 )
 from icml24.crebm.energy import batch_inputs
-from icml24.data.retro_world import (
+from icml24.crebm.world import (
     DEFAULT_TEMPLATES,
     Step,
     enumerate_routes,

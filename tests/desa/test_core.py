@@ -8,7 +8,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from icml24.data.digit_domains import digit_domains
 from icml24.desa import (
     AlexNet,
     AnchorSet,
@@ -24,6 +23,7 @@ from icml24.desa import (
     supcon_loss,
     synthesize_anchors,
 )
+from icml24.desa.world import digit_domains
 from icml24.errors import InputError
 
 

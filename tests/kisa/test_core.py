@@ -9,7 +9,6 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from icml24.data.tabletop import SKILLS, make_demos, transitions
 from icml24.kisa import (
     HashedTextEncoder,
     KisaConfig,
@@ -31,7 +30,8 @@ from icml24.kisa import (
     write_demos_hdf5,
 )
 from icml24.kisa.baselines import changepoint_keyframes, uvd_keyframes
-from icml24.kisa.kisa import position_embedding
+from icml24.kisa.temporal import position_embedding
+from icml24.kisa.world import SKILLS, make_demos, transitions
 
 
 # ------------------------------------------------------------------------------------------------- metrics

@@ -5,18 +5,18 @@ A planner's routes are reranked by ``base cost + alpha * E(starting materials | 
 char-level encoder-decoder Transformer pre-trained by MLE on ground-truth routes and fine-tuned with the
 Bradley-Terry loss on pairs of the planner's own candidates ranked by a criterion (feasibility, price, steps,
 yield). The base planner is Retro*-0 beam search over Neuralsym, as in the official code; the world of real
-molecules and datamol templates lives in :mod:`icml24.data.retro_world`.
+molecules and datamol templates lives in :mod:`icml24.crebm.world`.
 """
 
 from ..lazy import lazy_package
 
 # Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
 _EXPORTS = {
-    "..data.retro_world": (
+    ".world_routes": (
         "Route",
         "Stock",
-        "Template",
     ),
+    ".world_templates": ("Template",),
     ".baselines": (
         "HEURISTICS",
         "base_ranking",

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..data.retro_world import Route, Stock
 from ..errors import InputError
 from ..validation import check_choice
 from .search import PlannedRoute
+from .world_routes import Route, Stock
 
 HEURISTICS = ("price", "steps")
 

@@ -13,8 +13,9 @@ import os
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..data.retro_world import RetroTarget, canonical
 from ..errors import DataError, DataUnavailable, InputError
+from .world import RetroTarget
+from .world_routes import canonical
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,7 @@ def plan_command(args: argparse.Namespace) -> int:
     seed = check_seed(args.seed, "--seed")
     if args.criterion not in CRITERIA:
         raise InputError(f"unknown --criterion {args.criterion!r}", f"choose one of: {', '.join(CRITERIA)}")
-    from ..data.retro_world import check_smiles
+    from .world_routes import check_smiles
 
     target = None if args.smiles is None else check_smiles(args.smiles, "--smiles")
     from .crebm import rerank

@@ -14,11 +14,12 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-from ..data.retro_world import Route, Stock, Template, canonical, check_smiles, replay_forward
 from ..errors import InputError
 from ..validation import check_float, check_int
 from .energy import EnergyTransformer, energies
 from .search import PlannedRoute
+from .world_routes import Route, Stock, canonical, check_smiles
+from .world_templates import Template, replay_forward
 
 Criterion = Callable[[Route], float]
 

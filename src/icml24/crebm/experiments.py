@@ -1,4 +1,4 @@
-"""The claim experiments of CREBM, on the retrosynthesis world of :mod:`icml24.data.retro_world`.
+"""The claim experiments of CREBM, on the retrosynthesis world of :mod:`icml24.crebm.world`.
 
 One pipeline per (scale, seed), the experiment ``crebm/pipeline`` (:func:`run_pipeline`) that every claim judges:
 make the world; train Neuralsym on the training
@@ -17,7 +17,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..claims import Scale
-from ..data.retro_world import RetroWorld, make_retro_world
 from ..errors import DataUnavailable
 from ..threads import single_thread
 from ..validation import check_seed
@@ -26,6 +25,7 @@ from .crebm import cost_criterion, feasibility_criterion, preference_pairs, step
 from .energy import EnergyConfig, EnergyTransformer, TrainConfig, energies, finetune_energy, pretrain_energy
 from .onestep import Neuralsym, NeuralsymConfig, train_neuralsym
 from .search import PlannedRoute, ValueMLP, retro_star_0, train_value_mlp
+from .world import RetroWorld, make_retro_world
 
 ALPHAS = (0.5, 1.0, 2.0)
 POOL = 5  # the base beam: reranking permutes these routes

@@ -18,9 +18,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..data.retro_world import Template, check_smiles
 from ..errors import InputError
 from ..validation import check_float, check_int, check_seed
+from .world_routes import check_smiles
+from .world_templates import Template
 
 
 @dataclass(frozen=True)

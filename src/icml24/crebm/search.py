@@ -19,10 +19,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..data.retro_world import Route, Step, Stock, check_smiles
 from ..errors import InputError
 from ..validation import check_bool, check_float, check_int, check_seed
 from .onestep import Neuralsym
+from .world_routes import Route, Step, Stock, check_smiles
 
 
 @dataclass(frozen=True)

@@ -103,10 +103,10 @@ def run_command(args: argparse.Namespace) -> int:
     import torch
     from tqdm import tqdm
 
-    from ..data.digit_domains import digit_domains
     from .baselines import local_training
     from .engine import DesaConfig, accuracy_matrix, domain_summary, run_desa
     from .experiments import client_models
+    from .world import digit_domains
 
     n_test = max(10, n_train // 2)
     if task == "fashion":

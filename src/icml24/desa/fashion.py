@@ -26,9 +26,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..data.digit_domains import DigitDomain
 from ..errors import InputError
 from ..validation import check_int, check_seed
+from .world import DigitDomain
 
 __all__ = ["SHIFTS", "fashion_domains"]
 
@@ -98,7 +98,7 @@ def fashion_domains(n_clients: int, *, n_train: int = 200, n_test: int = 100, se
 
     Returns
     -------
-    list of icml24.data.digit_domains.DigitDomain
+    list of icml24.desa.world.DigitDomain
         ``name`` is the shift; images ``(N, 3, 32, 32)`` float32 in [0, 1], labels int64 in 0..9;
         ``info["source_index"]`` holds the Fashion-MNIST training indices used.
 

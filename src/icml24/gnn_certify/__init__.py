@@ -42,7 +42,6 @@ Deviations from the official code (each is also noted where it is implemented):
 from ..extras import require
 from ..lazy import lazy_package
 
-
 # Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
 _EXPORTS = {
     ".certify": ("certify",),

@@ -18,7 +18,7 @@ _EXPORTS = {
         "HopContext",
         "History",
     ),
-    "._data": ("pattern_graph",),
+    ".world": ("pattern_graph",),
     ".baselines": ("fit_gnn",),
 }
 __getattr__, __dir__, __all__ = lazy_package(__name__, _EXPORTS)

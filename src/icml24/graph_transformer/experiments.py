@@ -15,9 +15,9 @@ import torch
 from ..claims import Scale
 from ..runs import save_figure
 from ..validation import check_seed
-from ._data import pattern_graph
 from .baselines import fit_gnn
 from .shallow import ShallowGT, fit_hinge, hop_context
+from .world import pattern_graph
 
 __all__ = [
     "VARIANTS",

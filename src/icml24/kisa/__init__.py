@@ -11,11 +11,13 @@ from ..lazy import lazy_package
 
 # Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
 _EXPORTS = {
+    ".temporal": ("TemporalModule",),
     ".kisa": (
-        "TemporalModule",
         "KisaConfig",
         "KisaModel",
         "fit_kisa",
+    ),
+    ".losses": (
         "score_matrix",
         "contrastive_loss",
         "history_contrastive_loss",

@@ -23,7 +23,7 @@ from ..errors import InputError
 from ..extras import require
 from ..validation import check_choice, check_float, check_int, check_tensor
 from .decoding import decode_keyframes, detect_peaks
-from .kisa import stack_labels, stack_videos
+from .temporal import stack_labels, stack_videos
 
 
 def _video(frames, name: str = "frames") -> np.ndarray:

@@ -76,13 +76,14 @@ def annotate_command(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..claims import Scale
-    from ..data.tabletop import SKILLS, make_demos
     from ..runs import artifacts_to
     from .decoding import decode_keyframes, keyframe_metrics
     from .encoders import encode_skills
     from .experiments import demo_figure, image_encoder, kisa_config
     from .io import write_demos_hdf5
-    from .kisa import fit_kisa, monotonic_target
+    from .kisa import fit_kisa
+    from .losses import monotonic_target
+    from .world import SKILLS, make_demos
 
     enc = image_encoder()
     skills = encode_skills(SKILLS)

@@ -34,7 +34,7 @@ class FrozenImageEncoder:
     ----------
     fit_frames : numpy.ndarray
         ``(N, H, W, 3)`` uint8 frames unrelated to the demonstrations (e.g.
-        :func:`icml24.data.tabletop.random_frames`), used once for the feature normalisation.
+        :func:`icml24.kisa.world.random_frames`), used once for the feature normalisation.
     dim : int, default 128
         Output dimension.
     seed : int, default 0

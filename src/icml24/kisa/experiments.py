@@ -21,7 +21,6 @@ import numpy as np
 import torch
 
 from ..claims import Scale
-from ..data.tabletop import SKILLS, make_demos, random_frames
 from ..errors import InputError, PrerequisiteMissing
 from .baselines import (
     changepoint_keyframes,
@@ -33,6 +32,7 @@ from .baselines import (
 from .decoding import decode_keyframes, keyframe_metrics, skill_iou, topk_accuracy
 from .encoders import FrozenImageEncoder, encode_skills
 from .kisa import KisaConfig, KisaModel, fit_kisa
+from .world import SKILLS, make_demos, random_frames
 
 HELD_OUT = 8  # ordered skill transitions held out of training (of 56)
 

@@ -10,12 +10,16 @@ from ..lazy import lazy_package
 _EXPORTS = {
     ".mpd": (
         "MPD",
+        "sample_posterior",
+    ),
+    ".particles": (
         "ParticleFit",
         "FunctionModel",
+    ),
+    ".flow": (
         "noise_covariance",
         "momentum_from_target",
         "flow_step",
-        "sample_posterior",
     ),
     ".baselines": (
         "PGD",

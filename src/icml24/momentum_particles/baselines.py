@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from ..validation import check_float, check_int, check_tensor
-from .mpd import ParticleFit, Recorder, RMSProp, check_common, check_preconditioner, evaluate, working_copy
+from .particles import ParticleFit, Recorder, RMSProp, check_common, check_preconditioner, evaluate, working_copy
 
 __all__ = ["PGD", "ABP", "toy_em", "ppca_em"]
 

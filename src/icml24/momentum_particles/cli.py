@@ -99,11 +99,11 @@ def _toy(method, gamma, eta, steps, parts, n, seed):
     import numpy as np
     from matplotlib.figure import Figure
 
-    from ._data import toy_data
     from .baselines import PGD, toy_em
     from .experiments import TOY_STEP, steps_to_tolerance
     from .models import ToyHierarchical, toy_log_likelihood
     from .mpd import MPD
+    from .world import toy_data
 
     y = toy_data(n, seed=seed)
     mle = float(y.mean())
@@ -146,10 +146,10 @@ def _ppca(method, gamma, steps, parts, n, seed):
     import numpy as np
     from matplotlib.figure import Figure
 
-    from ._data import ppca_data
     from .baselines import PGD, ppca_em
     from .models import PPCA, ppca_mle
     from .mpd import MPD
+    from .world import ppca_data
 
     y = ppca_data(n, seed=seed)
     _, _, _, ll_star = ppca_mle(y, 2)

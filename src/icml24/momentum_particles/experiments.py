@@ -18,10 +18,10 @@ import torch
 from ..claims import Scale
 from ..runs import save_figure
 from ..validation import check_int
-from ._data import mnist_split, ppca_data, toy_data
 from .baselines import ABP, PGD, ppca_em, toy_em
 from .models import PPCA, GeneratorNet, ToyHierarchical, ppca_log_likelihood, ppca_mle
 from .mpd import MPD, sample_posterior
+from .world import mnist_split, ppca_data, toy_data
 
 __all__ = [
     "REGIMES",

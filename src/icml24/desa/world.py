@@ -20,7 +20,8 @@ this module builds five domains from what ships with installed packages instead:
     MNIST inverted (white background, dark strokes), blurred, with Gaussian pixel noise.
 
 The three MNIST-based domains draw *disjoint* source images (the 5,000 are split once per seed), so no two
-clients hold the same picture. Every function takes an explicit ``seed``; same seed, same arrays.
+clients hold the same picture. Every function takes an explicit ``seed``; same seed, same arrays. The
+Fashion-MNIST clients of the second task, read from the data root, are built in :mod:`icml24.desa.fashion`.
 """
 
 from __future__ import annotations
@@ -33,9 +34,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..data.mnist import mnist_5k
 from ..errors import InputError
 from ..validation import check_int, check_seed
-from .mnist import mnist_5k
 
 __all__ = ["DigitDomain", "DOMAINS", "digit_domains", "render_font_digits"]
 
