@@ -114,9 +114,8 @@ def kisa_config(scale: Scale | Setting, seed: int, **changes) -> KisaConfig:
         Official values except the width (d_model 64, 4 heads, feed-forward 128 instead of LIV's 1024, 8 heads,
         2048), lr 2e-3 instead of 1e-4 and 300 steps (24 epochs of 200 demonstrations) instead of 400 epochs.
         SMOKE trains the same model as QUICK and tests it on 30 demonstrations instead of 50: a smaller model
-        or fewer steps leaves KISA undertrained (keyframe F1 0.54 at d_model 32, 150 steps; at d_model 64,
-        seeds 0 / 1 / 2: 0.69 / 0.58 / 0.59 with batches of 8 for 200 steps at lr 3e-3, 0.60 / 0.59 / 0.63 with
-        batches of 16 for 100 steps at lr 4e-3, against a best baseline of 0.54-0.56).
+        or fewer steps leaves KISA undertrained (its keyframe F1 then falls to the best baseline's; the figures
+        are in the README's "Measured" section).
     """
     s = sizes(scale)
     cfg = KisaConfig(
@@ -422,15 +421,10 @@ def ablation_metrics(t: Trained) -> dict[str, float]:
 def unseen_metrics(t: Trained, u: UnseenWorld) -> dict[str, float]:
     """KISA on chains that each contain a skill transition held out of training, against the frame-wise baseline.
 
-    The run of the finding ``kisa/unseen-compositions``: at quick scale (seeds 0 / 1 / 2) KISA's F1 on unseen
-    compositions is 0.786 / 0.724 / 0.738 against 0.830 / 0.852 / 0.826 on held-in chains and 0.548 / 0.543 /
-    0.546 for the frame-wise baseline. In the shifted layout "b" it collapses (0.139 / 0.040 / 0.323): not a
-    bug of KISA or of the renderer (same chains, labels and keyframes; objects moved by one or two pixels) but
-    of the frozen stand-in encoder, whose features keep their spatial layout (no global pooling): the same
-    scene state rendered in layout "b" has cosine 0.28 with its layout-"a" twin, below the 0.39 of two
-    layout-"a" frames of the same skill and near the 0.21 of two of different skills (20 demonstrations), and a
-    1-nearest-neighbour skill label from layout-"a" frames drops from 0.44 to 0.28 accuracy. LIV, trained on
-    varied real video, would not be this pixel-bound; layout "b" measures the stand-in encoder, not KISA.
+    The run of the finding ``kisa/unseen-compositions`` (its figures are in the finding): KISA's F1 on unseen
+    compositions, on held-in chains and the frame-wise baseline's, in the training layout "a" and in the shifted
+    layout "b", where the frozen stand-in encoder (no global pooling: its features keep their spatial layout), not
+    KISA, makes F1 collapse; LIV, trained on varied real video, would not be this pixel-bound.
 
     Parameters
     ----------
