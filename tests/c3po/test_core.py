@@ -28,6 +28,7 @@ from icml24.c3po import (
 )
 from icml24.c3po.encoding import encode
 from icml24.c3po.world import AssistantWorld, instruction, rewrite_words
+from icml24.errors import InputError
 from icml24.nn.lm import tiny_llama
 
 WORLD = AssistantWorld()
@@ -243,6 +244,18 @@ def test_logit_composition_adds_each_adapters_logit_shift_and_decodes_from_it():
     assert torch.equal(lg[:, n - 1 : -1].argmax(-1), out[:, n:])
     sampled = generate(both, TOK, prompts, max_new_tokens=6, do_sample=True, temperature=0.7, top_p=0.7, seed=3)
     assert sampled == generate(both, TOK, prompts, max_new_tokens=6, do_sample=True, temperature=0.7, top_p=0.7, seed=3)
+    # an explicit generator is the only source of randomness: same seed, same tokens; torch's global RNG untouched
+    state = torch.get_rng_state()
+    draws = [
+        both.generate(
+            x, m, max_new_tokens=6, pad_token_id=pad, do_sample=True, generator=torch.Generator().manual_seed(s)
+        )
+        for s in (5, 5, 6)
+    ]
+    assert torch.equal(torch.get_rng_state(), state)
+    assert torch.equal(draws[0], draws[1]) and draws[0].shape[0] == 2
+    with pytest.raises(InputError, match="generator must be a torch.Generator"):
+        both.generate(x, m, max_new_tokens=2, do_sample=True, generator=5)
 
 
 def test_smollm2_arm_runs_end_to_end_on_any_loaded_model(monkeypatch):

@@ -180,6 +180,7 @@ class ComposedFeedback(torch.nn.Module):
         top_p: float = 1.0,
         pad_token_id: int | None = None,
         eos_token_id: int | None = None,
+        generator: torch.Generator | None = None,
         **unused,
     ) -> Tensor:
         """Decode from the composed distribution, greedy or sampled (temperature, top-p by transformers'
@@ -199,6 +200,9 @@ class ComposedFeedback(torch.nn.Module):
             Sampling settings.
         pad_token_id, eos_token_id : int, optional
             Rows that produced ``eos_token_id`` continue with ``pad_token_id``.
+        generator : torch.Generator, optional
+            The only source of randomness when sampling; None draws from torch's global generator (as
+            ``model.generate`` does, so that :func:`~icml24.c3po.generate`'s ``seed`` governs it).
         **unused
             Other ``generate`` keywords, ignored.
 
@@ -210,6 +214,8 @@ class ComposedFeedback(torch.nn.Module):
         from transformers import DynamicCache
         from transformers.generation.logits_process import TemperatureLogitsWarper, TopPLogitsWarper
 
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise InputError(f"generator must be a torch.Generator, got {type(generator).__name__}")
         ids = input_ids
         mask = torch.ones_like(ids) if attention_mask is None else attention_mask.to(ids.dtype)
         pad = eos_token_id if pad_token_id is None else pad_token_id
@@ -233,7 +239,7 @@ class ComposedFeedback(torch.nn.Module):
             if do_sample:
                 for warp in warpers:
                     nxt = warp(ids, nxt)
-                tok = torch.multinomial(torch.softmax(nxt, -1), 1).squeeze(1)
+                tok = torch.multinomial(torch.softmax(nxt, -1), 1, generator=generator).squeeze(1)
             else:
                 tok = nxt.argmax(-1)
             if pad is not None:
