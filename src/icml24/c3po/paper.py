@@ -82,8 +82,7 @@ ANCHORS = Claim(
         f"(lambda_near = 0) leaks the feedback into near-scope prompts at a rate at least {NEAR_RISE:g} above "
         f"C3PO's (C3PO learning the feedback, adherence >= {LEARNED:g}). Reported, not judged (it was judged "
         "before measuring and fails on one of six runs): without the out-of-scope term (lambda_out = 0) the "
-        "out-of-scope KL(pi_theta || pi_0) rises from 0.74 / 0.74 / 0.64 nats to 6.52 / 2.67 / 0.76 at smoke "
-        "scale and from 0.38 / 0.44 / 0.43 to 6.76 / 3.65 / 0.67 at quick scale (seeds 0 / 1 / 2)."
+        "out-of-scope KL(pi_theta || pi_0) rises on every seed (the figures are in the README)."
     ),
     run=ASSISTANT,
     holds=_holds_anchors,

@@ -49,9 +49,9 @@ TOP1 = Claim(
         f"E with the preference-tuned energy (alpha = 1) raises top-1 exact starting-set accuracy by at least "
         f"{TOP1_GAIN:g} over the base planner's own ranking; top-5 is unchanged (the reranker permutes the base "
         "top 5) and alpha = 0 returns the base order exactly. Reported, not judged (dropped from the verdict "
-        "after measuring): the top-1 gain on routes of depth >= 2 is positive at quick scale on seeds 0-2 "
-        "(+0.10, +0.20, +0.08) but not at smoke seed 0 (-0.01), and it is not consistently larger than on "
-        "depth-1 routes; the price heuristic, which reads the world's true prices, beats CREBM."
+        "after measuring): the top-1 gain on routes of depth >= 2 (positive at quick scale, not on "
+        "every smoke seed, and not consistently larger than on depth-1 routes: figures in the README); the "
+        "price heuristic, which reads the world's true prices, beats CREBM."
     ),
     run=PIPELINE,
     holds=_holds_top1,
@@ -77,9 +77,7 @@ TOP1_RETRO_STAR = Claim(
         "The gain does not depend on the base strategy: with Retro* as the base planner (the same Neuralsym, "
         "guided by the value MLP fit to the one-step cost of every molecule of the training routes, as the "
         "official get_molecule_cost.py), reranking its top 5 with the same preference-tuned energy raises top-1 "
-        f"by at least {TOP1_GAIN:g} over Retro*'s own ranking, top-5 unchanged. Measured when the claim was "
-        "added (same margin as top1): smoke seeds 0-2 0.575 -> 0.658, 0.675 -> 0.750, 0.583 -> 0.675; quick "
-        "0.58 -> 0.69, 0.74 -> 0.84, 0.61 -> 0.70."
+        f"by at least {TOP1_GAIN:g} over Retro*'s own ranking, top-5 unchanged."
     ),
     run=PIPELINE,
     holds=_holds_top1_retro_star,

@@ -183,7 +183,7 @@ DPO_INTERPOLATION = Claim(
     statement=(
         "For lambda < 1 (0.25 and 0.5), DeRa from the DPO model approximates the DPO model retrained at "
         "beta/lambda better than weight interpolation does, on the geometric mean over lambda of the ratio of "
-        "exact KLs; per lambda it fails at quick scale, seed 0, lambda 0.5 (DeRa 0.051, interpolation 0.034)."
+        "exact KLs; per lambda it fails at quick scale, seed 0, lambda 0.5 (figures in the README)."
     ),
     run=DPO_RUN,
     holds=holds_dpo_interpolation,

@@ -274,7 +274,7 @@ CLAIMS = (
         "(eta=0.01) and with VRGroupDROLoss each reaches a worst-group test accuracy at least "
         f"{MINORITY_MARGIN * 100:g} points above plain ERM's, ERM itself being a trained classifier (average "
         "accuracy >= 0.7). No early stopping or weight decay: at paper scale (60k images, 2000 steps) ERM "
-        "catches up on some seeds (seed 1: 0.714 against 0.692), as Sagawa et al. warn for unregularised group "
+        "catches up on some seeds (figures in the README), as Sagawa et al. warn for unregularised group "
         "DRO; the claim is judged at quick scale (20k images, 600 steps).",
         "minority:run_minority",
         holds_minority,
