@@ -25,6 +25,7 @@ __all__ = [
     "check_seed",
     "check_rng",
     "check_generator",
+    "check_torch_generator",
     "check_choice",
     "check_device",
     "check_tensor",
@@ -266,6 +267,30 @@ def check_generator(seed: Any, name: str = "seed", device: Any = "cpu"):
     g = torch.Generator(device=device)
     g.manual_seed(check_seed(seed, name))
     return g
+
+
+def check_torch_generator(value: Any, name: str = "generator", *, optional: bool = True):
+    """``value`` itself when it is a ``torch.Generator`` (or None, when ``optional``); else a one-line InputError.
+
+    Unlike :func:`check_generator`, which makes a generator from a seed, this only checks what the caller passed.
+
+    Parameters
+    ----------
+    value : torch.Generator or None
+    name : str, default "generator"
+    optional : bool, default True
+        Whether None is accepted.
+
+    Returns
+    -------
+    torch.Generator or None
+    """
+    import torch
+
+    if isinstance(value, torch.Generator) or (optional and value is None):
+        return value
+    kind = "a torch.Generator or None" if optional else "a torch.Generator"
+    raise InputError(f"{name} must be {kind}, got {type(value).__name__}")
 
 
 def check_choice(value: Any, name: str, choices: Iterable[str], *, normalise: bool = True) -> str:

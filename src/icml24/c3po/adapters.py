@@ -12,7 +12,7 @@ from torch import Tensor
 from ..errors import InputError
 from ..extras import require
 from ..nn.decoding import cache_keyword
-from ..validation import check_choice, check_float
+from ..validation import check_choice, check_float, check_torch_generator
 from .config import C3POConfig
 
 
@@ -214,8 +214,7 @@ class ComposedFeedback(torch.nn.Module):
         from transformers import DynamicCache
         from transformers.generation.logits_process import TemperatureLogitsWarper, TopPLogitsWarper
 
-        if generator is not None and not isinstance(generator, torch.Generator):
-            raise InputError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+        generator = check_torch_generator(generator)
         ids = input_ids
         mask = torch.ones_like(ids) if attention_mask is None else attention_mask.to(ids.dtype)
         pad = eos_token_id if pad_token_id is None else pad_token_id

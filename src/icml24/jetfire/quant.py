@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from ..errors import InputError
-from ..validation import check_choice, check_int, check_tensor
+from ..validation import check_choice, check_int, check_tensor, check_torch_generator
 from .backends import kernel_seed, use_cpu_kernel
 from .cpu import vnni_dequantize, vnni_fake_quantize, vnni_quantize
 
@@ -101,9 +101,7 @@ def check_generator(generator, name: str = "generator"):
     InputError
         If it is neither.
     """
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise InputError(f"{name} must be a torch.Generator or None, got {type(generator).__name__}")
-    return generator
+    return check_torch_generator(generator, name)
 
 
 def _round(y: Tensor, rounding: str, generator: torch.Generator | None) -> Tensor:

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import InputError
-from ..validation import check_choice, check_float, check_tensor
+from ..validation import check_choice, check_float, check_tensor, check_torch_generator
 
 if TYPE_CHECKING:
     from .kisa import KisaConfig
@@ -171,8 +171,7 @@ def history_contrastive_loss(
         Scalar loss.
     """
     tau = check_float(tau, "tau", min_val=0.0, include_boundaries="neither")
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise InputError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    generator = check_torch_generator(generator)
     u, s, labels, valid = _check_batch(video_features, skill_embeddings, labels, padding_mask)
     return _history(u, s, labels, valid, tau, generator)
 

@@ -10,8 +10,7 @@ import inspect
 import torch
 from torch import Tensor
 
-from ..errors import InputError
-from ..validation import check_int, check_tensor
+from ..validation import check_int, check_tensor, check_torch_generator
 from .logprobs import next_token_logprobs
 
 _CACHE_KEYWORDS: dict = {}
@@ -109,8 +108,7 @@ def sample_responses(
     ids = check_tensor(prompt_ids, "prompt_ids", ndim=2, dtype="integer")
     n = check_int(n, "n", min_val=1)
     max_new_tokens = check_int(max_new_tokens, "max_new_tokens", min_val=1)
-    if not isinstance(generator, torch.Generator):
-        raise InputError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    generator = check_torch_generator(generator, optional=False)
     if allowed_ids is not None:
         allowed_ids = check_tensor(allowed_ids, "allowed_ids", ndim=1, dtype="integer")
     eos_token_id = check_int(eos_token_id, "eos_token_id", min_val=0, allow_none=True)
