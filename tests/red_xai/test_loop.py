@@ -211,3 +211,29 @@ def test_border_data_turns_the_noise_border_images_into_tensors():
     assert d.mask.shape == (1, 16, 16) and int(d.mask.sum()) == 256 - 64 and not bool(d.mask[0, 4:12, 4:12].any())
     with pytest.raises(InputError, match="data .mnist-border"):
         border_data("mnist-border")
+
+
+def test_each_step_refuses_what_is_not_its_input_in_one_line():
+    from icml24.errors import InputError
+    from icml24.red_xai import loop, report
+
+    net = torch.nn.Linear(2, 2)
+    calls = {
+        "reliance": lambda: loop.reliance(net, {}),
+        "examine": lambda: loop.examine(net, "q"),
+        "cluster": lambda: loop.cluster(None, {}),
+        "name_concept": lambda: loop.name_concept(3),
+        "fix": lambda: loop.fix([], None),
+        "check_explanations": lambda: loop.check_explanations(object(), {}),
+        "explore_rashomon": lambda: loop.explore_rashomon(net),
+        "collect_metrics": lambda: report.collect_metrics(None, None),
+        "figures": lambda: report.figures(None, None),
+        "report_text": lambda: report.report_text(None, None, {}),
+        "write_report": lambda: report.write_report("out", None, None, {}),
+    }
+    for name, call in calls.items():
+        with pytest.raises(InputError, match=r"^q must be the Questioning") as err:
+            call()
+        assert "\n" not in str(err.value), name
+    with pytest.raises(InputError, match=r"^model must be a torch.nn.Module"):
+        loop.reliance("net", None)

@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from ..errors import InputError
+from .checks import check_model
 from .correct import p_clarc, rr_clarc, rrr
 from .explain import ConceptVector, attribute, concept_vector, spray, tcav
 from .measure import (
@@ -39,7 +40,7 @@ from .measure import (
     relevance_mass,
     shortcut_reliance,
 )
-from .prepare import Questioning, check_data, check_out, prepare
+from .prepare import Questioning, check_data, check_out, check_questioning, prepare
 from .report import Findings, collect_metrics, write_report
 
 __all__ = [
@@ -71,6 +72,8 @@ def reliance(model: nn.Module, q: Questioning) -> float:
     -------
     float
     """
+    check_model(model)
+    check_questioning(q)
     if q.artifact == "paste":
         return shortcut_reliance(model, q.xm_patched, q.ym, q.target)
     return artifact_flips(model, q.xm, q.mask, seed=q.seed)
@@ -103,6 +106,8 @@ def examine(model: nn.Module, q: Questioning) -> dict:
         ``"swap"`` also ``removed``, ``only_fit`` and ``only_held_out`` (accuracies with the masked pixels removed,
         and of the masked pixels alone on the fit and on the measured images).
     """
+    check_model(model)
+    check_questioning(q)
     maps, why = {q.method: attribute(model, q.xt, q.target, q.method)}, {q.method: ""}
     for meth in q.methods[1:]:
         maps[meth], why[meth] = _try_attribute(model, q.xt, q.target, meth)
@@ -169,6 +174,9 @@ def cluster(q: Questioning, before: dict) -> dict:
         ``spray`` (:class:`~.explain.SprayResult`), ``sizes`` (images per cluster), ``means`` and ``mass`` (per
         attribution: the clusters' mean normalised heatmaps ``(clusters, H, W)`` and their shares inside the mask).
     """
+    check_questioning(q)
+    if not isinstance(before, dict):
+        raise InputError(f"before must be the dict that examine(...) returns, got {type(before).__name__}")
     flat_mask = q.mask.reshape(q.mask.shape[0], -1).any(0).reshape(q.mask.shape[1:]).numpy()
     sp = spray(before["maps"][q.method], seed=q.seed)
     sizes = np.bincount(sp.labels, minlength=sp.clusters)
@@ -194,6 +202,7 @@ def name_concept(q: Questioning) -> tuple[dict, ConceptVector]:
     (dict, ConceptVector)
         :func:`~.explain.tcav`'s result and the CAV.
     """
+    check_questioning(q)
     t = tcav(q.net, q.layer, q.xt, q.target, q.concept, q.pool, runs=5, seed=q.seed)
     cav = concept_vector(q.net, q.layer, q.concept, q.pool, seed=q.seed)
     return t, cav
@@ -215,6 +224,9 @@ def fix(q: Questioning, cav: ConceptVector) -> dict[str, nn.Module]:
     dict of str to torch.nn.Module
         ``"P-ClArC"``, ``"RR-ClArC"``, ``"RRR"``: the corrected copies, in eval mode.
     """
+    check_questioning(q)
+    if not isinstance(cav, ConceptVector):
+        raise InputError(f"cav must be the ConceptVector that name_concept(...) returns, got {type(cav).__name__}")
     return {
         "P-ClArC": p_clarc(q.net, cav, q.pool),
         "RR-ClArC": rr_clarc(q.net, q.xf, q.yf, cav, epochs=q.epochs, seed=q.seed),
@@ -239,6 +251,9 @@ def check_explanations(q: Questioning, before: dict) -> dict:
         ``randomization`` (:func:`~.measure.randomization_check`) and ``flips`` (per attribution,
         :func:`~.measure.pixel_flipping`).
     """
+    check_questioning(q)
+    if not isinstance(before, dict):
+        raise InputError(f"before must be the dict that examine(...) returns, got {type(before).__name__}")
     xc = q.checked
     rc = randomization_check(q.net, xc, q.target, q.method, seed=q.seed)
     flips = {k: pixel_flipping(q.net, xc, q.target, before["maps"][k][:64], seed=q.seed) for k in shown(before)}
@@ -259,6 +274,7 @@ def explore_rashomon(q: Questioning) -> dict | None:
     -------
     dict or None
     """
+    check_questioning(q)
     if not q.peers:
         return None
     group = [q.net, *[copy.deepcopy(m).eval() for m in q.peers]]

@@ -191,6 +191,25 @@ def _check_held_out(held_out, x: torch.Tensor, classes: int) -> tuple[torch.Tens
     return xh, yh
 
 
+def check_questioning(q, name: str = "q") -> Questioning:
+    """``q`` when it is the :class:`Questioning` that :func:`prepare` returns, else a one-line InputError.
+
+    Parameters
+    ----------
+    q : Questioning
+    name : str, default "q"
+
+    Returns
+    -------
+    Questioning
+    """
+    if not isinstance(q, Questioning):
+        raise InputError(
+            f"{name} must be the Questioning that red_xai.loop.prepare(...) returns, got {type(q).__name__}"
+        )
+    return q
+
+
 def prepare(
     model: nn.Module,
     data,

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..errors import InputError
 from ..runs import artifacts_to, atomic_write_json, atomic_write_text, save_figure
 from .explain import ConceptVector
+from .prepare import check_questioning
 
 if TYPE_CHECKING:
     from .loop import Questioning
@@ -74,6 +76,9 @@ def collect_metrics(q: Questioning, f: Findings) -> dict[str, float]:
     -------
     dict of str to float
     """
+    check_questioning(q)
+    if not isinstance(f, Findings):
+        raise InputError(f"f must be the Findings of the loop's steps, got {type(f).__name__}")
     before, after, shown, method, mask, artifact = f.before, f.after, f.shown, q.method, q.mask, q.artifact
     sp, cluster_mass, cav, t = f.clusters["spray"], f.clusters["mass"], f.cav, f.tcav
     rc, flips, rash = f.randomization, f.flips, f.rashomon
@@ -160,6 +165,9 @@ def figures(q: Questioning, f: Findings) -> dict:
     dict of str to matplotlib.figure.Figure
         By file name (without ``.png``).
     """
+    check_questioning(q)
+    if not isinstance(f, Findings):
+        raise InputError(f"f must be the Findings of the loop's steps, got {type(f).__name__}")
     from matplotlib.figure import Figure
 
     before, after, shown, method, target, xt = f.before, f.after, f.shown, q.method, q.target, q.xt
@@ -254,6 +262,9 @@ def report_text(q: Questioning, f: Findings, metrics: dict) -> str:
     -------
     str
     """
+    check_questioning(q)
+    if not isinstance(f, Findings):
+        raise InputError(f"f must be the Findings of the loop's steps, got {type(f).__name__}")
     x, xm, xf, mask, value, held_out, artifact = q.x, q.xm, q.xf, q.mask, q.value, q.held_out, q.artifact
     target, method, methods, layer, seed, xc = q.target, q.method, q.methods, q.layer, q.seed, q.checked
     before, after, shown, cav, t = f.before, f.after, f.shown, f.cav, f.tcav
@@ -402,6 +413,9 @@ def write_report(out: str | os.PathLike, q: Questioning, f: Findings, metrics: d
     pathlib.Path
         The path of ``report.md``.
     """
+    check_questioning(q)
+    if not isinstance(f, Findings):
+        raise InputError(f"f must be the Findings of the loop's steps, got {type(f).__name__}")
     out = Path(out)
     figs = figures(q, f)
     out.mkdir(parents=True, exist_ok=True)
