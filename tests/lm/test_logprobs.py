@@ -92,3 +92,27 @@ def test_cache_keyword_reads_a_peft_model_through_its_base():
     model = tiny_gpt2(10, seed=0)
     wrapped = get_peft_model(tiny_gpt2(10, seed=0), LoraConfig(r=2, target_modules=["c_attn"], fan_in_fan_out=True))
     assert cache_keyword(wrapped) == cache_keyword(model)
+
+
+@pytest.mark.parametrize(
+    "call, arg",
+    [
+        (lambda L, Y: token_logprobs("x", Y), "logits"),
+        (lambda L, Y: token_logprobs(L[0], Y), "logits"),
+        (lambda L, Y: token_logprobs(L, Y.float()), "labels"),
+        (lambda L, Y: token_logprobs(L, Y[:, :3]), "labels"),
+        (lambda L, Y: token_logprobs(L, Y, mask=torch.ones(3)), "mask"),
+        (lambda L, Y: token_logprobs(L, Y, allowed_ids=torch.tensor([99])), "allowed_ids"),
+        (lambda L, Y: next_token_logprobs("x"), "logits"),
+        (lambda L, Y: next_token_logprobs(L, allowed_ids=torch.tensor([[1]])), "allowed_ids"),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_argument(call, arg):
+    L, Y = torch.randn(2, 5, 7), torch.randint(0, 7, (2, 5))
+    with pytest.raises(InputError, match=rf"^{arg} must be"):
+        call(L, Y)
+
+
+def test_cache_keyword_refuses_what_is_not_a_model():
+    with pytest.raises(InputError, match="^model must be a torch.nn.Module"):
+        cache_keyword("gpt2")

@@ -10,6 +10,7 @@ import inspect
 import torch
 from torch import Tensor
 
+from ..errors import InputError
 from ..validation import check_int, check_tensor, check_torch_generator
 from .logprobs import next_token_logprobs
 
@@ -32,6 +33,8 @@ def cache_keyword(model) -> str:
     str
         ``"cache"`` or ``"past_key_values"``.
     """
+    if not isinstance(model, torch.nn.Module):
+        raise InputError(f"model must be a torch.nn.Module (a causal LM), got {type(model).__name__}")
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     key = type(base)
     if key not in _CACHE_KEYWORDS:

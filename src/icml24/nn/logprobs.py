@@ -23,6 +23,25 @@ from ..validation import check_choice
 REDUCTIONS = ("none", "sum", "mean")
 
 
+def _check_logits(logits, allowed_ids, ndim: int | None = None) -> None:
+    """Types and shapes only (no pass over the values: this runs inside training loops)."""
+    if not isinstance(logits, Tensor) or not logits.is_floating_point() or logits.dim() < 1:
+        raise InputError(f"logits must be a floating-point torch.Tensor (..., V), got {_what(logits)}")
+    if ndim is not None and logits.dim() != ndim:
+        raise InputError(f"logits must be (B, T, V), got shape {tuple(logits.shape)}")
+    if allowed_ids is not None:
+        if not isinstance(allowed_ids, Tensor) or allowed_ids.dim() != 1 or allowed_ids.is_floating_point():
+            raise InputError(f"allowed_ids must be a 1-d integer torch.Tensor, got {_what(allowed_ids)}")
+        if allowed_ids.numel() == 0 or int(allowed_ids.min()) < 0 or int(allowed_ids.max()) >= logits.size(-1):
+            raise InputError(f"allowed_ids must be non-empty token ids in [0, {logits.size(-1)})")
+
+
+def _what(x) -> str:
+    if isinstance(x, Tensor):
+        return f"a {x.dtype} tensor of shape {tuple(x.shape)}"
+    return type(x).__name__
+
+
 def next_token_logprobs(logits: Tensor, allowed_ids: Tensor | None = None) -> Tensor:
     """Normalise next-token logits into log-probabilities, in float32, optionally over a subset of tokens.
 
@@ -39,6 +58,7 @@ def next_token_logprobs(logits: Tensor, allowed_ids: Tensor | None = None) -> Te
     torch.Tensor
         ``log_softmax`` over the last dimension: ``(..., V)``, or ``(..., len(allowed_ids))``.
     """
+    _check_logits(logits, allowed_ids)
     logits = logits.float()
     if allowed_ids is not None:
         return torch.log_softmax(logits[..., allowed_ids], dim=-1)
@@ -86,6 +106,18 @@ def token_logprobs(
         Float32 log-probabilities, shaped by ``reduction``.
     """
     reduction = check_choice(reduction, "reduction", REDUCTIONS)
+    _check_logits(logits, allowed_ids, ndim=3)
+    if not isinstance(labels, Tensor) or labels.is_floating_point() or labels.shape != logits.shape[:2]:
+        raise InputError(
+            f"labels must be an integer torch.Tensor of shape {tuple(logits.shape[:2])}, got {_what(labels)}"
+        )
+    if mask is not None and not (
+        isinstance(mask, Tensor)
+        and mask.dim() == 2
+        and mask.shape[1] == labels.shape[1]
+        and mask.shape[0] in (1, len(labels))
+    ):
+        raise InputError(f"mask must be a torch.Tensor broadcasting to {tuple(labels.shape)}, got {_what(mask)}")
     target = labels[:, 1:]
     scored = target != ignore_index
     if mask is not None:
