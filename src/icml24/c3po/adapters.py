@@ -11,7 +11,7 @@ from torch import Tensor
 
 from ..errors import InputError
 from ..extras import require
-from ..nn.decoding import cache_keyword
+from ..nn.decoding import cache_keyword, decode, model_step
 from ..validation import check_choice, check_float, check_torch_generator
 from .config import C3POConfig
 
@@ -211,46 +211,32 @@ class ComposedFeedback(torch.nn.Module):
         torch.Tensor
             ``(B, T + n)`` prompts followed by the new tokens.
         """
-        from transformers import DynamicCache
-        from transformers.generation.logits_process import TemperatureLogitsWarper, TopPLogitsWarper
-
         generator = check_torch_generator(generator)
-        ids = input_ids
-        mask = torch.ones_like(ids) if attention_mask is None else attention_mask.to(ids.dtype)
-        pad = eos_token_id if pad_token_id is None else pad_token_id
-        arms = [None, *self.names]
-        caches = [DynamicCache() for _ in arms]
-        cache_kw = cache_keyword(self.peft_model)  # renamed in transformers 5.x
-        done = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)
-        step_ids, pos = ids, (mask.cumsum(-1) - 1).clamp(min=0)
-        warpers = [TemperatureLogitsWarper(temperature)] if do_sample and temperature != 1.0 else []
-        if do_sample and top_p < 1.0:
-            warpers.append(TopPLogitsWarper(top_p))
-        for _ in range(max_new_tokens):
-            lg = []
-            for arm, cache in zip(arms, caches):
-                kw = {"input_ids": step_ids, "attention_mask": mask, "position_ids": pos, cache_kw: cache}
-                out = self._one(arm, use_cache=True, **kw)
-                lg.append(out.logits[:, -1].float())
+        keyword = cache_keyword(self.peft_model)  # renamed in transformers 5.x
+        steps = [
+            model_step(lambda arm=arm, **kw: self._one(arm, **kw), keyword=keyword) for arm in [None, *self.names]
+        ]  # fmt: skip
+
+        def composed(seq, mask, new):
+            lg = [s(seq, mask, new).float() for s in steps]
             nxt = lg[0].clone()
             for w, l in zip(self.weights, lg[1:]):
                 nxt = nxt + w * (l - lg[0])
-            if do_sample:
-                for warp in warpers:
-                    nxt = warp(ids, nxt)
-                tok = torch.multinomial(torch.softmax(nxt, -1), 1, generator=generator).squeeze(1)
-            else:
-                tok = nxt.argmax(-1)
-            if pad is not None:
-                tok = torch.where(done, torch.full_like(tok, pad), tok)
-            ids = torch.cat([ids, tok[:, None]], 1)
-            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], 1)
-            step_ids, pos = tok[:, None], pos[:, -1:] + 1
-            if eos_token_id is not None:
-                done = done | (tok == eos_token_id)
-                if bool(done.all()):
-                    break
-        return ids
+            return nxt
+
+        out = decode(
+            composed,
+            input_ids,
+            attention_mask,
+            max_new_tokens=max_new_tokens,
+            do_sample=do_sample,
+            temperature=temperature,
+            top_p=top_p,
+            generator=generator,
+            eos_token_id=eos_token_id,
+            pad_token_id=pad_token_id,
+        )
+        return out["input_ids"]
 
 
 def compose_adapters(

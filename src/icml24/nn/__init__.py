@@ -31,6 +31,8 @@ _EXPORTS = {
     ".decoding": (
         "cache_keyword",
         "output_cache",
+        "decode",
+        "model_step",
         "sample_responses",
     ),
     ".lm_train": (

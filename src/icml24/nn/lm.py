@@ -11,7 +11,7 @@ so every method that uses them works unchanged on a user's real Hugging Face mod
 from __future__ import annotations
 
 from .alignment import AlignResult, align_exact, dpo_loss, kl_divergence, optimal_policy
-from .decoding import cache_keyword, output_cache, sample_responses
+from .decoding import cache_keyword, decode, model_step, output_cache, sample_responses
 from .lm_models import batch_to, model_device, tiny_gpt2, tiny_llama, vocab_size_of
 from .lm_train import TrainConfig, TrainResult, corpus_batches, language_batches, sft_on_language, train_lm
 from .logprobs import next_token_logprobs, response_logprobs, sequence_logprobs, token_logprobs
@@ -29,6 +29,8 @@ __all__ = [
     "cache_keyword",
     "output_cache",
     "sample_responses",
+    "decode",
+    "model_step",
     "dpo_loss",
     "kl_divergence",
     "optimal_policy",
