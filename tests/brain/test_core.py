@@ -215,3 +215,30 @@ def test_trainer_with_lora_on_a_llama_moves_only_the_adapter():
     with policy.disable_adapter():
         ids = prompts[:2]
         torch.testing.assert_close(policy(input_ids=ids).logits, prior(input_ids=ids).logits)
+
+
+def test_config_is_checked_and_normalised_at_construction():
+    cfg = BrainConfig(estimator="BRAIN", n=torch.tensor(3), beta=2)
+    assert (cfg.estimator, cfg.n, cfg.beta) == ("brain", 3, 2.0) and type(cfg.n) is int
+    cfg.n = 1  # a field set after construction is checked again when the run starts
+    with pytest.raises(ValueError, match="n must be"):
+        cfg.validated()
+
+
+def test_checkpoint_in_a_new_folder_is_written(world, tmp_path):
+    lang, prior = world
+    prompts = torch.tensor([lang.encode(p) for p in lang.prompts()])
+    ck = tmp_path / "new" / "sub" / "ck.pt"
+    cfg = BrainConfig(n=2, steps=2, prompts_per_step=2, max_new_tokens=3, seed=0)
+
+    def reward_fn(p, resp):
+        return torch.zeros(resp.size(0))
+
+    res = train_brain(copy.deepcopy(prior), prior, prompts, reward_fn, cfg, allowed_ids=lang.symbol_ids, checkpoint=ck)
+    assert res.steps == 2 and ck.is_file()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_effective_sample_size_of_weights_on_the_gpu():
+    w = torch.full((3, 4), 0.25, device="cuda")
+    assert torch.allclose(effective_sample_size(w).cpu(), torch.full((3,), 4.0))

@@ -48,7 +48,10 @@ def dpg_weights(prior_logp: Tensor, reward: Tensor, proposal_logp: Tensor, log_z
     lz = check_tensor(log_z, "log_z", shape=(prior.size(0),))
     beta = check_float(beta, "beta", min_val=0.0, include_boundaries="neither")
     a = prior.detach().double() + r.detach().double() / beta - lz.detach().double().unsqueeze(1) - prop.detach()
-    return (torch.exp(a) / prior.size(1)).to(prior.dtype)
+    w = (torch.exp(a) / prior.size(1)).to(prior.dtype)
+    if not bool(torch.isfinite(w).all()):
+        raise InputError(f"the weights p exp(r / beta) / (n Z q') overflow: log_z is far too small (beta = {beta:g})")
+    return w
 
 
 def gdcpp_weights(
@@ -74,7 +77,10 @@ def gdcpp_weights(
     w = dpg_weights(prior_logp, reward, proposal_logp, log_z, beta)
     if pol.shape != w.shape:
         raise InputError(f"policy_logp has shape {tuple(pol.shape)}, expected {tuple(w.shape)}")
-    return w - torch.exp(pol.detach().double() - proposal_logp.detach().double()).to(w.dtype) / w.size(1)
+    out = w - torch.exp(pol.detach().double() - proposal_logp.detach().double()).to(w.dtype) / w.size(1)
+    if not bool(torch.isfinite(out).all()):
+        raise InputError("the ratios q_theta / q' overflow: policy_logp far exceeds proposal_logp")
+    return out
 
 
 def best_of_n_loss(policy_logp: Tensor, reward: Tensor) -> Tensor:

@@ -7,8 +7,11 @@ stores the proposal's true log-probabilities) and taking AdamW steps on a loss o
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import math
+import os
+import pickle
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +22,7 @@ from torch import Tensor
 
 from ..errors import InputError
 from ..nn.decoding import sample_responses
+from ..nn.lm_models import vocab_size_of
 from ..nn.lm_train import TrainConfig, train_lm
 from ..nn.logprobs import sequence_logprobs
 from ..validation import check_choice, check_float, check_int, check_seed, check_tensor
@@ -79,33 +83,32 @@ class BrainConfig:
     grad_clip: float = 1.0
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        # every field is checked (and normalised) at construction: a bad value fails here, not deep in a run
+        self.estimator = check_choice(self.estimator, "estimator", ESTIMATORS)
+        self.n = check_int(self.n, "n", min_val=2)
+        if self.estimator == "dpo" and self.n != 2:
+            raise InputError(f"n = {self.n}: the DPO option draws n = 2 responses per prompt")
+        self.refresh_every = check_int(self.refresh_every, "refresh_every", min_val=0)
+        if self.estimator == "dpo" and self.refresh_every:
+            raise InputError("refresh_every must be 0 for the DPO option (its proposal is the SFT model)")
+        for name in ("beta", "lr", "dpo_beta"):
+            setattr(self, name, check_float(getattr(self, name), name, min_val=0.0, include_boundaries="neither"))
+        self.grad_clip = check_float(self.grad_clip, "grad_clip", min_val=0.0)
+        self.steps = check_int(self.steps, "steps", min_val=0)
+        self.prompts_per_step = check_int(self.prompts_per_step, "prompts_per_step", min_val=1)
+        self.max_new_tokens = check_int(self.max_new_tokens, "max_new_tokens", min_val=1)
+        self.seed = check_seed(self.seed)
+
     def validated(self) -> BrainConfig:
-        """Return a checked copy (raises :class:`~icml24.errors.InputError` naming a bad field).
+        """Return a checked copy (fields set after construction are checked again; raises
+        :class:`~icml24.errors.InputError` naming a bad field).
 
         Returns
         -------
         BrainConfig
         """
-        est = check_choice(self.estimator, "estimator", ESTIMATORS)
-        n = check_int(self.n, "n", min_val=2)
-        if est == "dpo" and n != 2:
-            raise InputError(f"n = {n}: the DPO option draws n = 2 responses per prompt")
-        refresh = check_int(self.refresh_every, "refresh_every", min_val=0)
-        if est == "dpo" and refresh:
-            raise InputError("refresh_every must be 0 for the DPO option (its proposal is the SFT model)")
-        return BrainConfig(
-            n=n,
-            beta=check_float(self.beta, "beta", min_val=0.0, include_boundaries="neither"),
-            steps=check_int(self.steps, "steps", min_val=0),
-            prompts_per_step=check_int(self.prompts_per_step, "prompts_per_step", min_val=1),
-            max_new_tokens=check_int(self.max_new_tokens, "max_new_tokens", min_val=1),
-            refresh_every=refresh,
-            lr=check_float(self.lr, "lr", min_val=0.0, include_boundaries="neither"),
-            estimator=est,
-            dpo_beta=check_float(self.dpo_beta, "dpo_beta", min_val=0.0, include_boundaries="neither"),
-            grad_clip=check_float(self.grad_clip, "grad_clip", min_val=0.0),
-            seed=check_seed(self.seed),
-        )
+        return dataclasses.replace(self)
 
 
 @dataclass
@@ -160,7 +163,7 @@ def train_brain(
     policy : transformers.PreTrainedModel
         The causal LM to train (usually a copy of the SFT model).
     prior : transformers.PreTrainedModel
-        The frozen SFT model ``p`` (also the first proposal).
+        The frozen SFT model ``p`` (also the first proposal), with the policy's vocabulary.
     prompts : torch.Tensor
         Prompt token ids of equal length, long ``(P, T_p)``.
     reward_fn : callable
@@ -180,40 +183,65 @@ def train_brain(
     on_step : callable, optional
         ``on_step(step, policy)`` before each step's sampling (e.g. to record the exact KL).
     checkpoint : str or pathlib.Path, optional
-        Checkpoint file for resuming.
+        Checkpoint file for resuming: an existing checkpoint of this policy, or a new file in a folder that is (or
+        can be made) writable; both are checked before training.
 
     Returns
     -------
     BrainResult
         Steps, responses sampled, losses, effective sample sizes and time.
+
+    Raises
+    ------
+    InputError
+        Before any step, for a bad argument: models that are not causal LMs, have NaN or infinite weights, differ
+        in vocabulary or share trainable parameters; token ids outside the vocabulary; responses longer than the
+        models' positions; a checkpoint that cannot be read or written. During training, for a ``reward_fn`` that
+        returns anything but ``(B,)`` finite real rewards.
     """
+    if config is not None and not isinstance(config, BrainConfig):
+        raise InputError(f"config must be a BrainConfig or None, got {type(config).__name__}")
     cfg = (config or BrainConfig()).validated()
-    for name, m in (("policy", policy), ("prior", prior)):
-        if not isinstance(m, torch.nn.Module):
-            raise InputError(f"{name} must be a torch.nn.Module causal LM, got {type(m).__name__}")
     if policy is prior:
         raise InputError("policy and prior are the same object", "train a copy: copy.deepcopy(prior)")
-    pr = check_tensor(prompts, "prompts", ndim=2, dtype="integer")
+    vocab = _check_lm(policy, "policy")
+    if _check_lm(prior, "prior") != vocab:
+        raise InputError(f"prior has a vocabulary of {vocab_size_of(prior)} tokens, policy of {vocab}: they must agree")
+    trainable = {id(p) for p in policy.parameters() if p.requires_grad}
+    if not trainable:
+        raise InputError("policy has no trainable parameters (requires_grad is False everywhere)")
+    if trainable & {id(p) for p in prior.parameters()}:
+        raise InputError("policy shares trainable parameters with prior", "wrap a copy: copy.deepcopy(prior)")
+    pr = _check_ids(prompts, "prompts", vocab, ndim=2)
     if cfg.prompts_per_step > pr.size(0):
         raise InputError(f"prompts_per_step = {cfg.prompts_per_step} exceeds the {pr.size(0)} prompts")
+    for name, m in (("policy", policy), ("prior", prior)):
+        limit = getattr(getattr(m, "config", None), "max_position_embeddings", None)
+        if isinstance(limit, int) and pr.size(1) + cfg.max_new_tokens > limit:
+            raise InputError(
+                f"prompts of {pr.size(1)} tokens plus max_new_tokens = {cfg.max_new_tokens} exceed the {limit} "
+                f"positions of {name}"
+            )
     if not callable(reward_fn):
         raise InputError(f"reward_fn must be callable, got {type(reward_fn).__name__}")
     if allowed_ids is not None:
-        allowed_ids = check_tensor(allowed_ids, "allowed_ids", ndim=1, dtype="integer")
-    eos_token_id = check_int(eos_token_id, "eos_token_id", min_val=0, allow_none=True)
-    pad_token_id = check_int(pad_token_id, "pad_token_id", min_val=0)
-    if cfg.estimator in ("dpg", "gdcpp"):
-        if log_z is None:
-            raise InputError(
-                f"log_z is required by estimator {cfg.estimator!r}", "pass log Z(x) per prompt or 'estimate'"
-            )
-        if isinstance(log_z, str):
-            if log_z != "estimate":
-                raise InputError(f"log_z must be a tensor of log Z(x) per prompt or 'estimate', got {log_z!r}")
-        else:
-            log_z = check_tensor(log_z, "log_z", shape=(pr.size(0),), copy=True)
+        allowed_ids = _check_ids(allowed_ids, "allowed_ids", vocab, ndim=1)
+        if allowed_ids.unique().numel() != allowed_ids.numel():
+            raise InputError("allowed_ids holds repeated token ids", "each token may appear once")
+    eos_token_id = check_int(eos_token_id, "eos_token_id", min_val=0, max_val=vocab - 1, allow_none=True)
+    if eos_token_id is not None and allowed_ids is not None and not bool((allowed_ids == eos_token_id).any()):
+        raise InputError(f"eos_token_id {eos_token_id} is not among allowed_ids, so it can never end a response")
+    pad_token_id = check_int(pad_token_id, "pad_token_id", min_val=0, max_val=vocab - 1)
+    if log_z is None and cfg.estimator in ("dpg", "gdcpp"):
+        raise InputError(f"log_z is required by estimator {cfg.estimator!r}", "pass log Z(x) per prompt or 'estimate'")
+    if isinstance(log_z, str):
+        if log_z != "estimate":
+            raise InputError(f"log_z must be a tensor of log Z(x) per prompt or 'estimate', got {log_z!r}")
+    elif log_z is not None:
+        log_z = check_tensor(log_z, "log_z", shape=(pr.size(0),), copy=True)
     if on_step is not None and not callable(on_step):
         raise InputError(f"on_step must be callable, got {type(on_step).__name__}")
+    path, start = _check_checkpoint(checkpoint, policy)
     prior_mode = prior.training
     state = {"proposal": prior, "calls": 0}
     res = BrainResult(steps=0)
@@ -244,9 +272,15 @@ def train_brain(
                 prior, s["input_ids"], start=Tp, attention_mask=s["attention_mask"], allowed_ids=allowed_ids
             )
             rows = pr[idx][s["prompt_index"]]
-            r = torch.as_tensor(reward_fn(rows, s["input_ids"][:, Tp:]))
-        if r.shape != (s["input_ids"].size(0),) or not bool(torch.isfinite(r.double()).all()):
-            raise InputError(f"reward_fn returned shape {tuple(r.shape)} or non-finite values; need finite (B,)")
+            r = reward_fn(rows, s["input_ids"][:, Tp:])
+        try:
+            r = torch.as_tensor(r)
+        except (TypeError, ValueError, RuntimeError):
+            raise InputError(f"reward_fn returned {type(r).__name__}, not a tensor of rewards") from None
+        if r.shape != (s["input_ids"].size(0),) or r.is_complex() or not bool(torch.isfinite(r.double()).all()):
+            raise InputError(
+                f"reward_fn returned shape {tuple(r.shape)}, dtype {r.dtype} or non-finite values; need (B,) real"
+            )
         res.samples += int(s["input_ids"].size(0))
         B = len(idx)
         return {
@@ -286,10 +320,7 @@ def train_brain(
         checkpoint_every=max(1, cfg.steps // 4) if cfg.steps else 1,
         seed=cfg.seed,
     )
-    path = Path(checkpoint) if checkpoint is not None else None
-    state["start"] = 0
-    if path is not None and path.is_file():
-        state["start"] = int(torch.load(path, map_location="cpu", weights_only=True)["step"])
+    state["start"] = start
     was_training = policy.training
     t0 = time.perf_counter()
     try:
@@ -305,6 +336,54 @@ def train_brain(
     if not math.isfinite(sum(res.losses) if res.losses else 0.0):
         raise InputError("the loss became non-finite", "lower the learning rate")
     return res
+
+
+def _check_lm(model, name: str) -> int:
+    """A Hugging Face causal LM (PEFT wrappers included) with finite weights; returns its vocabulary size."""
+    if not isinstance(model, torch.nn.Module) or not hasattr(model, "get_output_embeddings"):
+        raise InputError(f"{name} must be a Hugging Face causal LM (a torch.nn.Module), got {type(model).__name__}")
+    for pname, p in model.named_parameters():
+        if p.is_floating_point() and not bool(torch.isfinite(p).all()):
+            raise InputError(f"{name} has NaN or infinite weights ({pname})")
+    return vocab_size_of(model)
+
+
+def _check_ids(ids, name: str, vocab: int, ndim: int) -> Tensor:
+    """Token ids: a non-empty integer tensor of ``ndim`` dimensions, each in ``[0, vocab)``."""
+    ids = check_tensor(ids, name, ndim=ndim, dtype="integer")
+    if int(ids.min()) < 0 or int(ids.max()) >= vocab:
+        raise InputError(
+            f"{name} holds token ids outside the vocabulary [0, {vocab}) (min {int(ids.min())}, max {int(ids.max())})"
+        )
+    return ids
+
+
+def _check_checkpoint(checkpoint, policy) -> tuple[Path | None, int]:
+    """The checkpoint path and the step it resumes from: an existing checkpoint of ``policy`` (read now), or a
+    new file whose nearest existing folder can be written; checked before any training."""
+    if checkpoint is None:
+        return None, 0
+    if not isinstance(checkpoint, (str, os.PathLike)):
+        raise InputError(f"checkpoint must be a file path (str or pathlib.Path), got {type(checkpoint).__name__}")
+    path = Path(checkpoint)
+    if path.exists() and not path.is_file():
+        raise InputError(f"checkpoint {path} exists and is not a file", "name a file")
+    folder = next(p for p in path.absolute().parents if p.exists())
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise InputError(f"checkpoint {path} cannot be written: {folder} is not a writable folder")
+    if not path.is_file():
+        return path, 0
+    try:
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+        step, weights = int(saved["step"]), dict(saved["model"])
+    except (OSError, RuntimeError, pickle.UnpicklingError, EOFError, KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"checkpoint {path} is not a train_brain checkpoint ({type(exc).__name__})") from None
+    own = policy.state_dict()
+    if set(weights) != set(own) or any(tuple(weights[k].shape) != tuple(v.shape) for k, v in own.items()):
+        raise InputError(f"checkpoint {path} holds the weights of another model", "delete it or name another file")
+    if any(t.is_floating_point() and not bool(torch.isfinite(t).all()) for t in weights.values()):
+        raise InputError(f"checkpoint {path} holds NaN or infinite weights")
+    return path, step
 
 
 __all__ = ["BrainConfig", "BrainResult", "train_brain"]

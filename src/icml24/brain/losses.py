@@ -34,6 +34,31 @@ def _table(x, name: str, like: Tensor | None = None) -> Tensor:
     return t
 
 
+def _finite(x: Tensor, message: str) -> Tensor:
+    """``x`` itself when all its entries are finite; otherwise an InputError (an overflow the inputs caused)."""
+    if not bool(torch.isfinite(x).all()):
+        raise InputError(message)
+    return x
+
+
+def _check_log_z(log_z, est: str, prior: Tensor, reward: Tensor, proposal: Tensor, beta: float) -> Tensor | None:
+    """``log Z(x)`` per prompt: the given tensor, the estimate (``"estimate"``, DPG and GDC++ only) or None; checked
+    whenever given, required by DPG and GDC++."""
+    if log_z is None:
+        if est in ("dpg", "gdcpp"):
+            raise InputError(f"log_z is required by the un-normalised estimator {est!r}", "pass log Z(x) per prompt")
+        return None
+    if isinstance(log_z, str):
+        if log_z != "estimate":
+            raise InputError(f"log_z must be a tensor of log Z(x) per prompt or 'estimate', got {log_z!r}")
+        if est not in ("dpg", "gdcpp"):
+            return None
+        return _finite(
+            _estimate_log_z(prior, reward, proposal, beta), f"the estimate of log_z overflows (beta = {beta:g})"
+        )
+    return check_tensor(log_z, "log_z", shape=(prior.size(0),))
+
+
 def _check_tables(policy_logp, proposal_logp, prior_logp, reward) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     pol = _table(policy_logp, "policy_logp")
     if pol.size(1) < 2:
@@ -72,6 +97,7 @@ def target_weights(prior_logp: Tensor, reward: Tensor, proposal_logp: Tensor, be
     prop = _table(proposal_logp, "proposal_logp", prior)
     beta = check_float(beta, "beta", min_val=0.0, include_boundaries="neither")
     a = prior.detach().double() + r.detach().double() / beta - prop.detach().double()
+    _finite(a, f"the log-weights log p + r / beta - log q' overflow (beta = {beta:g})")
     return torch.softmax(a, dim=-1).to(prior.dtype)
 
 
@@ -95,7 +121,8 @@ def policy_weights(policy_logp: Tensor, proposal_logp: Tensor, scale: float = 1.
     pol = _table(policy_logp, "policy_logp")
     prop = _table(proposal_logp, "proposal_logp", pol)
     scale = check_float(scale, "scale", min_val=0.0, include_boundaries="neither")
-    return torch.softmax(scale * (pol - prop.detach()), dim=-1)
+    z = _finite(scale * (pol - prop.detach()), f"the scaled log-ratios overflow (scale = {scale:g})")
+    return torch.softmax(z, dim=-1)
 
 
 def effective_sample_size(weights: Tensor) -> Tensor:
@@ -112,7 +139,7 @@ def effective_sample_size(weights: Tensor) -> Tensor:
         ``(prompts,)``, between 1 and ``n``.
     """
     w = check_tensor(weights, "weights", ndim=2)
-    if bool((w < 0).any()) or not torch.allclose(w.sum(-1), torch.ones(w.size(0), dtype=w.dtype), atol=1e-4):
+    if bool((w < 0).any()) or not torch.allclose(w.sum(-1), w.new_ones(w.size(0)), atol=1e-4):
         raise InputError("weights must be non-negative with rows summing to one", "pass target_weights(...)")
     return 1.0 / (w.detach() ** 2).sum(-1)
 
@@ -169,7 +196,8 @@ def brain_loss(
     else:
         alpha = torch.nn.functional.one_hot(r.argmax(-1), r.size(1)).to(pol.dtype)
     if baseline:
-        logb = torch.log_softmax(policy_scale * (pol - prop.detach()), dim=-1)
+        z = policy_scale * (pol - prop.detach())
+        logb = torch.log_softmax(_finite(z, f"the scaled log-ratios overflow (policy_scale = {policy_scale:g})"), -1)
     else:
         logb = pol
     return -(alpha * logb).sum(-1).mean()
@@ -254,22 +282,16 @@ def estimator_loss(
         Scalar loss.
     """
     est = check_choice(estimator, "estimator", ESTIMATORS)
-    if est == "brain":
-        return brain_loss(policy_logp, proposal_logp, prior_logp, reward, beta=beta)
-    if est == "brain_no_baseline":
-        return brain_loss(policy_logp, proposal_logp, prior_logp, reward, beta=beta, baseline=False)
-    if est == "dpo":
-        return brain_dpo_loss(policy_logp, prior_logp, reward, dpo_beta=dpo_beta)
     pol, prop, prior, r = _check_tables(policy_logp, proposal_logp, prior_logp, reward)
     beta = check_float(beta, "beta", min_val=0.0, include_boundaries="neither")
-    if log_z is None:
-        raise InputError(f"log_z is required by the un-normalised estimator {est!r}", "pass log Z(x) per prompt")
-    if isinstance(log_z, str):
-        if log_z != "estimate":
-            raise InputError(f"log_z must be a tensor of log Z(x) per prompt or 'estimate', got {log_z!r}")
-        lz = _estimate_log_z(prior, r, prop, beta)
-    else:
-        lz = check_tensor(log_z, "log_z", shape=(pol.size(0),))
+    dpo_beta = check_float(dpo_beta, "dpo_beta", min_val=0.0, include_boundaries="neither")
+    lz = _check_log_z(log_z, est, prior, r, prop, beta)
+    if est == "brain":
+        return brain_loss(pol, prop, prior, r, beta=beta)
+    if est == "brain_no_baseline":
+        return brain_loss(pol, prop, prior, r, beta=beta, baseline=False)
+    if est == "dpo":
+        return brain_dpo_loss(pol, prior, r, dpo_beta=dpo_beta)
     if est == "dpg":
         w = dpg_weights(prior, r, prop, lz, beta)
     else:
@@ -311,16 +333,11 @@ def estimator_weights(
     est = check_choice(estimator, "estimator", ESTIMATORS[:4])
     pol, prop, prior, r = _check_tables(policy_logp, proposal_logp, prior_logp, reward)
     beta = check_float(beta, "beta", min_val=0.0, include_boundaries="neither")
-    if est in ("dpg", "gdcpp"):
-        if log_z is None:
-            raise InputError(f"log_z is required by the un-normalised estimator {est!r}", "pass log Z(x) per prompt")
-        if isinstance(log_z, str):
-            if log_z != "estimate":
-                raise InputError(f"log_z must be a tensor of log Z(x) per prompt or 'estimate', got {log_z!r}")
-            log_z = _estimate_log_z(prior, r, prop, beta)
-        if est == "dpg":
-            return dpg_weights(prior, r, prop, log_z, beta)
-        return gdcpp_weights(prior, r, prop, pol, log_z, beta)
+    lz = _check_log_z(log_z, est, prior, r, prop, beta)
+    if est == "dpg":
+        return dpg_weights(prior, r, prop, lz, beta)
+    if est == "gdcpp":
+        return gdcpp_weights(prior, r, prop, pol, lz, beta)
     alpha = target_weights(prior, r, prop, beta)
     if est == "brain_no_baseline":
         return alpha
