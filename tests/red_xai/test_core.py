@@ -208,3 +208,48 @@ def test_rashomon_of_identical_models_has_no_spread():
     r = rx.rashomon([net, copy.deepcopy(net)], x, y, x, y, 0, x[:5])
     assert r["accuracy_spread"] == 0 and r["reliance_spread"] == 0
     assert r["rank_correlation"] == pytest.approx(1.0) and r["rank_correlation_min"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("norm", ["bn1d", "bn2d"])
+def test_fit_leaves_a_batchnorm_model_in_training_mode_untouched(norm):
+    from icml24.testing import fingerprint, same
+
+    nn = torch.nn
+    if norm == "bn1d":
+        model = nn.Sequential(nn.Flatten(), nn.Linear(16, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))
+    else:
+        model = nn.Sequential(
+            nn.Conv2d(1, 2, 3, padding=1), nn.BatchNorm2d(2), nn.ReLU(), nn.Flatten(), nn.Linear(32, 3)
+        )
+    y = torch.arange(12) % 3
+    mask = torch.zeros(1, 4, 4, dtype=torch.bool)
+    mask[0, 0, 0] = True
+    before = fingerprint(model)
+    fixed = [
+        rx.fit(model, X, y, epochs=1),
+        rx.a_clarc(model, X, y, mask, 0, epochs=1),
+        rx.rrr(model, X, y, mask, epochs=1),
+    ]
+    assert not any(m.training for m in fixed)
+    assert same(fingerprint(model), before) and model.training  # no BatchNorm statistics, no mode changed
+    assert all(int(b) == 0 for n, b in model.named_buffers() if n.endswith("num_batches_tracked"))
+
+
+def test_tcav_leaves_no_gradient_on_the_model_and_runs_on_a_frozen_one():
+    net = rx.SmallNet(16, 3, 8, seed=0).eval()
+    frozen = copy.deepcopy(net).requires_grad_(False)
+    v = torch.randn(8, generator=torch.Generator().manual_seed(5))
+    cav = rx.ConceptVector("net.1", v / v.norm(), 1.0)
+    pool = torch.rand(20, 1, 4, 4, generator=torch.Generator().manual_seed(6))
+    assert rx.tcav_score(net, X, 0, cav) == rx.tcav_score(frozen, X, 0, cav)
+    t, tf = (rx.tcav(m, "net.1", X, 0, pool[:10], pool[10:], runs=2) for m in (net, frozen))
+    assert t["score"] == tf["score"] and np.array_equal(t["null_scores"], tf["null_scores"])
+    assert all(p.grad is None for p in [*net.parameters(), *frozen.parameters()])
+
+
+def test_spray_of_identical_maps_finds_one_cluster():
+    r = rx.spray(torch.ones(12, 1, 4, 4))
+    assert r.clusters == 1 and set(r.labels.tolist()) == {0} and r.means.shape == (1, 4, 4)
+    assert np.allclose(r.means[0], 1 / 16)
+    two = rx.spray(torch.cat([torch.ones(6, 4, 4), torch.eye(4).expand(6, 4, 4)]))  # two distinct maps: 2 clusters
+    assert two.clusters == 2 and len(set(two.labels[:6])) == len(set(two.labels[6:])) == 1

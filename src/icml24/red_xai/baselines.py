@@ -8,6 +8,7 @@ from torch import nn
 
 from ..errors import InputError
 from ..validation import check_seed, check_tensor
+from .checks import check_model, n_outputs
 from .correct import fit, rrr
 from .measure import accuracy
 
@@ -116,6 +117,7 @@ def clean_oracle(model: nn.Module, x_clean: torch.Tensor, y: torch.Tensor, *, ep
     torch.nn.Module
     """
     x_clean = check_tensor(x_clean, "x_clean", ndim=4)
+    n_outputs(check_model(model), x_clean, "x_clean")
     return fit(model, x_clean, y, epochs=epochs, seed=seed)
 
 

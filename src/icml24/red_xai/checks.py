@@ -66,8 +66,8 @@ def check_eval(model, name: str = "model") -> nn.Module:
     return model
 
 
-def check_images(x, name: str = "x") -> torch.Tensor:
-    """Refuse anything but a finite float tensor ``(N, C, H, W)``.
+def check_images(x, name: str = "x", like: torch.Tensor | None = None) -> torch.Tensor:
+    """Refuse anything but a finite float tensor ``(N, C, H, W)`` (of ``like``'s image shape, when given).
 
     Parameters
     ----------
@@ -75,6 +75,8 @@ def check_images(x, name: str = "x") -> torch.Tensor:
         The images.
     name : str, default "x"
         The argument's name in the message.
+    like : torch.Tensor, optional
+        Images whose shape ``(C, H, W)`` each of ``x`` must have.
 
     Returns
     -------
@@ -82,11 +84,13 @@ def check_images(x, name: str = "x") -> torch.Tensor:
         ``x``.
     """
     x = check_tensor(x, name, ndim=4, dtype="float")
+    if like is not None and x.shape[1:] != like.shape[1:]:
+        raise InputError(f"{name} holds {tuple(x.shape[1:])} images, expected {tuple(like.shape[1:])}", "same shape")
     return x
 
 
-def check_labels(y, n: int, name: str = "y") -> torch.Tensor:
-    """Refuse anything but ``n`` non-negative integer labels ``(n,)``.
+def check_labels(y, n: int, name: str = "y", classes: int | None = None) -> torch.Tensor:
+    """Refuse anything but ``n`` integer labels ``(n,)`` in ``0..classes-1``.
 
     Parameters
     ----------
@@ -96,6 +100,8 @@ def check_labels(y, n: int, name: str = "y") -> torch.Tensor:
         The number of images they label.
     name : str, default "y"
         The argument's name in the message.
+    classes : int, optional
+        The model's number of outputs (no upper bound when None).
 
     Returns
     -------
@@ -107,6 +113,8 @@ def check_labels(y, n: int, name: str = "y") -> torch.Tensor:
         raise InputError(f"{name} has {len(y)} labels for {n} images", "pass one label per image")
     if n and int(y.min()) < 0:
         raise InputError(f"{name} holds a negative label", "labels are 0..classes-1")
+    if n and classes is not None and int(y.max()) >= classes:
+        raise InputError(f"{name} holds class {int(y.max())}, the model has {classes} outputs", "check the labels")
     return y
 
 
@@ -160,8 +168,11 @@ def check_target(target, classes: int | None = None, name: str = "target") -> in
     return target
 
 
-def n_outputs(model: nn.Module, x: torch.Tensor) -> int:
+def n_outputs(model: nn.Module, x: torch.Tensor, name: str = "x", model_name: str = "model") -> int:
     """The number of classes of ``model``, read off its logits on the first image of ``x``.
+
+    The probe runs in eval mode without gradients and puts every module's mode back after, so it never changes the
+    model (BatchNorm's running statistics, Dropout's draws of the global generator).
 
     Parameters
     ----------
@@ -169,15 +180,26 @@ def n_outputs(model: nn.Module, x: torch.Tensor) -> int:
         The classifier.
     x : torch.Tensor
         Images it accepts (one is run).
+    name, model_name : str, default "x", "model"
+        The arguments' names in the message when ``model`` cannot run on ``x``.
 
     Returns
     -------
     int
     """
-    with torch.no_grad():
-        out = model(x[:1])
-    if out.ndim != 2:
-        raise InputError(f"model returns shape {tuple(out.shape)}", "the model must return logits (N, classes)")
+    modes = [(m, m.training) for m in model.modules()]
+    try:
+        with torch.no_grad():
+            out = model.eval()(x[:1])
+    except (RuntimeError, ValueError, TypeError, IndexError) as error:
+        why = (str(error).splitlines() or [type(error).__name__])[0]
+        raise InputError(f"{name} of shape {tuple(x.shape)} does not fit {model_name}: {why}") from None
+    finally:
+        for m, training in modes:
+            m.training = training
+    if not isinstance(out, torch.Tensor) or out.ndim != 2:
+        got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+        raise InputError(f"{model_name} returns {got}", "the model must return logits (N, classes)")
     return int(out.shape[1])
 
 

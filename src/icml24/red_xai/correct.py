@@ -21,13 +21,22 @@ from torch import nn
 from ..errors import InputError
 from ..validation import check_choice, check_float, check_int, check_seed
 from .checks import check_eval, check_images, check_labels, check_mask, check_model, check_target, get_layer, n_outputs
-from .explain import ConceptVector, activations
+from .explain import ConceptVector, activations, check_cav
 from .nets import Projection
 
 __all__ = ["p_clarc", "fit", "rrr", "rr_clarc", "a_clarc"]
 
 
 # --------------------------------------------------------------------------------------------------- corrections
+
+
+def _train_forward(net: nn.Module, xb: torch.Tensor) -> torch.Tensor:
+    """``net(xb)`` in train mode, refusing in one line the batch a layer cannot train on (BatchNorm on one image)."""
+    try:
+        return net(xb)
+    except ValueError as error:
+        why = str(error).splitlines()[0]
+        raise InputError(f"model cannot train on a batch of {len(xb)} image(s): {why}", "change batch") from None
 
 
 def p_clarc(model: nn.Module, cav: ConceptVector, reference_x: torch.Tensor) -> nn.Module:
@@ -52,10 +61,10 @@ def p_clarc(model: nn.Module, cav: ConceptVector, reference_x: torch.Tensor) -> 
         The corrected copy, in eval mode.
     """
     check_eval(model)
-    if not isinstance(cav, ConceptVector):
-        raise InputError(f"cav must be a ConceptVector, got {type(cav).__name__}", "use concept_vector(...)")
+    check_cav(cav)
     reference_x = check_images(reference_x, "reference_x")
     get_layer(model, cav.layer)
+    n_outputs(model, reference_x, "reference_x")
     z = activations(model, cav.layer, reference_x)[0].mean(0)
     if z.numel() != cav.vector.numel():
         raise InputError(f"cav has {cav.vector.numel()} dimensions, layer {cav.layer!r} {z.numel()}", "refit it")
@@ -90,7 +99,9 @@ def fit(
     Parameters
     ----------
     model : torch.nn.Module
-        The starting model (left untouched).
+        The starting model, in either mode, with some parameter that requires grad (left untouched: a deep copy is
+        trained in train mode; the probe of its output size runs in eval mode, so BatchNorm statistics stay as they
+        are).
     x : torch.Tensor
         Images ``(N, C, H, W)``.
     y : torch.Tensor
@@ -112,8 +123,10 @@ def fit(
         The trained copy, in eval mode.
     """
     check_model(model)
+    if not any(p.requires_grad for p in model.parameters()):
+        raise InputError("model has no parameter that requires grad: nothing to train", "unfreeze some layers")
     x = check_images(x)
-    y = check_labels(y, len(x))
+    y = check_labels(y, len(x), classes=n_outputs(model, x))
     epochs = check_int(epochs, "epochs", min_val=0)
     lr = check_float(lr, "lr", min_val=0.0, include_boundaries="right")
     batch = check_int(batch, "batch", min_val=1)
@@ -122,9 +135,6 @@ def fit(
     lam = check_float(lam, "lam", min_val=0.0)
     if mask is not None:
         mask = check_mask(mask, x)
-    classes = n_outputs(model, x)
-    if int(y.max()) >= classes:
-        raise InputError(f"y holds class {int(y.max())}, the model has {classes} outputs", "check the labels")
     net = copy.deepcopy(model).train()
     opt = torch.optim.Adam(net.parameters(), lr=lr, weight_decay=weight_decay)
     gen = torch.Generator().manual_seed(seed)
@@ -134,7 +144,7 @@ def fit(
         for i in range(0, len(x), batch):
             idx = perm[i : i + batch]
             xb = x[idx].detach().clone().requires_grad_(use_rrr)
-            logits = net(xb)
+            logits = _train_forward(net, xb)
             loss = nn.functional.cross_entropy(logits, y[idx])
             if use_rrr:
                 logp = torch.log_softmax(logits, 1).sum()
@@ -239,9 +249,8 @@ def rr_clarc(
     """
     check_model(model)
     x = check_images(x)
-    y = check_labels(y, len(x))
-    if not isinstance(cav, ConceptVector):
-        raise InputError(f"cav must be a ConceptVector, got {type(cav).__name__}", "use concept_vector(...)")
+    y = check_labels(y, len(x), classes=n_outputs(model, x))
+    check_cav(cav)
     get_layer(model, cav.layer)
     lam = check_float(lam, "lam", min_val=0.0)
     criterion = check_choice(criterion, "criterion", RR_CRITERIA)
@@ -250,9 +259,6 @@ def rr_clarc(
     batch = check_int(batch, "batch", min_val=1)
     seed = check_seed(seed)
     net = copy.deepcopy(model).eval()
-    classes = n_outputs(net, x)
-    if int(y.max()) >= classes:
-        raise InputError(f"y holds class {int(y.max())}, the model has {classes} outputs", "check the labels")
     dims = activations(net, cav.layer, x[:1])[0].shape[1]
     if dims != cav.vector.numel():
         raise InputError(f"cav has {cav.vector.numel()} dimensions, layer {cav.layer!r} {dims}", "refit it")
@@ -262,9 +268,9 @@ def rr_clarc(
         m for name, m in net.named_modules() if name and (order.index(name) <= upto or name.startswith(cav.layer + "."))
     ]
     trainable = {id(p) for p in net.parameters()} - {id(p) for m in frozen for p in m.parameters(recurse=False)}
-    params = [p for p in net.parameters() if id(p) in trainable]
+    params = [p for p in net.parameters() if id(p) in trainable and p.requires_grad]
     if not params:
-        raise InputError(f"cav.layer {cav.layer!r} has no trainable layer after it", "fit the CAV at an earlier layer")
+        raise InputError(f"cav.layer {cav.layer!r} has no trainable parameter after it", "fit it at an earlier layer")
     v = cav.vector.detach().float()
     store = {}
     handle = get_layer(net, cav.layer).register_forward_hook(lambda _m, _i, out: store.__setitem__("h", out))
@@ -277,7 +283,7 @@ def rr_clarc(
             for i in range(0, len(x), batch):
                 idx = perm[i : i + batch]
                 xb = x[idx].detach().clone().requires_grad_(lam > 0)
-                logits = net(xb)
+                logits = _train_forward(net, xb)
                 loss = nn.functional.cross_entropy(logits, y[idx])
                 if lam > 0:
                     if criterion == "all_logits_random":
@@ -339,11 +345,12 @@ def a_clarc(
     """
     check_model(model)
     x = check_images(x)
-    y = check_labels(y, len(x))
+    classes = n_outputs(model, x)
+    y = check_labels(y, len(x), classes=classes)
     mask = check_mask(mask, x)
     if mask.shape != x.shape[1:]:
         raise InputError("mask must have one image's shape (C, H, W)", "pass the artifact's pixel mask")
-    target = check_target(target, n_outputs(model, x))
+    target = check_target(target, classes)
     value = check_float(value, "value")
     seed = check_seed(seed)
     gen = torch.Generator().manual_seed(seed)

@@ -26,7 +26,7 @@ from torch import nn
 
 from ..errors import InputError
 from ..extras import require
-from ..validation import check_choice, check_float, check_int, check_seed, check_tensor
+from ..validation import check_choice, check_float, check_int, check_probability, check_seed, check_tensor
 from .checks import check_eval, check_images, check_labels, check_target, get_layer, n_outputs
 from .nets import Projection
 
@@ -93,9 +93,7 @@ def attribute(
     epsilon = check_float(epsilon, "epsilon", min_val=0.0)
     classes = n_outputs(model, x)
     if isinstance(target, torch.Tensor) and target.ndim == 1:
-        t = check_labels(target, len(x), "target")
-        if int(t.max()) >= classes:
-            raise InputError(f"target holds class {int(t.max())}, the model has {classes}", "pick valid classes")
+        t = check_labels(target, len(x), "target", classes)
     else:
         t = check_target(target, classes)
     from captum import attr
@@ -153,7 +151,7 @@ class SprayResult:
     eigenvalues : numpy.ndarray
         The smallest eigenvalues of the normalised graph Laplacian, ascending.
     clusters : int
-        The cluster count, chosen at the largest eigengap.
+        The cluster count, chosen at the largest eigengap (at least 2, at most the number of distinct maps).
     embedding : numpy.ndarray
         The spectral embedding ``(N, clusters)``.
     means : numpy.ndarray
@@ -179,8 +177,9 @@ def spray(
 
     Heatmaps are summed over channels and normalised to unit absolute mass; a symmetric k-nearest-neighbour graph
     (scikit-learn) gives the normalised Laplacian whose smallest eigenvalues form the spectrum; the cluster count
-    is the position of the largest eigengap among the first ``max_clusters`` (unless ``clusters`` is given), and
-    k-means on the spectral embedding assigns the clusters.
+    is the position of the largest eigengap among the first ``max_clusters``, at least 2 but never more than the
+    number of distinct normalised maps (1 for identical maps), unless ``clusters`` is given; k-means on the spectral
+    embedding assigns the clusters.
 
     Parameters
     ----------
@@ -191,7 +190,7 @@ def spray(
     max_clusters : int, default 8
         Largest cluster count the eigengap may pick (at least 2).
     clusters : int, optional
-        Fix the cluster count instead of reading it off the eigengap.
+        Fix the cluster count instead of reading it off the eigengap (at most the number of distinct maps).
     seed : int, default 0
         Seed of k-means.
 
@@ -209,16 +208,19 @@ def spray(
     if clusters is not None:
         clusters = check_int(clusters, "clusters", min_val=1, max_val=len(h))
     seed = check_seed(seed)
-    from scipy.sparse.csgraph import laplacian
-    from sklearn.cluster import KMeans
-    from sklearn.neighbors import kneighbors_graph
-
     h = h.detach().double()
     if h.ndim == 4:
         h = h.sum(1)
     n = len(h)
     flat = h.reshape(n, -1).numpy()
     flat = flat / np.maximum(np.abs(flat).sum(1, keepdims=True), 1e-12)
+    distinct = len(np.unique(flat, axis=0))
+    if clusters is not None and clusters > distinct:
+        raise InputError(f"clusters={clusters} but heatmaps holds {distinct} distinct maps", "ask for fewer clusters")
+    from scipy.sparse.csgraph import laplacian
+    from sklearn.cluster import KMeans
+    from sklearn.neighbors import kneighbors_graph
+
     k = min(neighbors, n - 1)
     a = kneighbors_graph(flat, k, mode="connectivity", include_self=False)
     a = 0.5 * (a + a.T)
@@ -228,8 +230,7 @@ def spray(
     spectrum = vals[:top]
     if clusters is None:
         gaps = np.diff(spectrum)
-        clusters = int(np.argmax(gaps[:max_clusters])) + 1
-        clusters = max(clusters, 2)
+        clusters = min(max(int(np.argmax(gaps[:max_clusters])) + 1, 2), distinct)
     emb = vecs[:, :clusters]
     norm = np.linalg.norm(emb, axis=1, keepdims=True)
     emb = emb / np.maximum(norm, 1e-12)
@@ -258,28 +259,24 @@ def activations(model: nn.Module, layer: str, x: torch.Tensor, grad_target: int 
     Returns
     -------
     (torch.Tensor, torch.Tensor or None)
-        Activations ``(N, D)`` and their gradients ``(N, D)`` (None without ``grad_target``), detached.
+        Activations ``(N, D)`` and their gradients ``(N, D)`` (None without ``grad_target``), detached. The gradient
+        is taken with ``torch.autograd.grad``: no ``.grad`` is left on the model's parameters, and frozen models work.
     """
     mod = get_layer(model, layer)
     store = {}
-
-    def hook(_m, _i, out):
-        if grad_target is not None:
-            out.retain_grad()
-        store["a"] = out
-
-    handle = mod.register_forward_hook(hook)
+    handle = mod.register_forward_hook(lambda _m, _i, out: store.__setitem__("a", out))
     try:
-        if grad_target is None:
-            with torch.no_grad():
-                model(x)
-            return store["a"].flatten(1).detach(), None
-        xx = x.detach().clone()
-        out = model(xx)
-        out[:, grad_target].sum().backward()
-        return store["a"].flatten(1).detach(), store["a"].grad.flatten(1).detach()
+        with torch.set_grad_enabled(grad_target is not None):
+            out = model(x.detach().clone().requires_grad_(grad_target is not None))
     finally:
         handle.remove()
+    a = store.get("a")
+    if not isinstance(a, torch.Tensor):
+        raise InputError(f"layer {layer!r} gives {type(a).__name__}, not a tensor", "pick a layer with a tensor output")
+    if grad_target is None:
+        return a.flatten(1).detach(), None
+    (g,) = torch.autograd.grad(out[:, grad_target].sum(), a)
+    return a.flatten(1).detach(), g.flatten(1).detach()
 
 
 @dataclass(frozen=True)
@@ -291,14 +288,51 @@ class ConceptVector:
     layer : str
         The module whose output was probed.
     vector : torch.Tensor
-        The unit direction (flattened activation space).
+        The unit direction (flattened activation space): a finite float tensor ``(D,)`` of norm 1 (within 1e-3).
     accuracy : float
-        The linear probe's held-out accuracy (concept vs random).
+        The linear probe's held-out accuracy (concept vs random), in [0, 1].
+
+    Raises
+    ------
+    InputError
+        When a field is not of that kind (a NaN, zero or unnormalised vector included).
     """
 
     layer: str
     vector: torch.Tensor
     accuracy: float
+
+    def __post_init__(self):
+        if not isinstance(self.layer, str) or not self.layer:
+            raise InputError(f"layer must be a module name (str), got {self.layer!r}", "e.g. 'net.1'")
+        _check_direction(self.vector, "vector")
+        check_probability(self.accuracy, "accuracy")
+
+
+def _check_direction(v, name: str) -> None:
+    """Refuse anything but a finite unit vector ``(D,)`` of floats (NaN, zero and unnormalised ones included)."""
+    check_tensor(v, name, ndim=1, dtype="float")
+    norm = float(v.detach().double().norm())
+    if not abs(norm - 1.0) <= 1e-3:
+        raise InputError(f"{name} must be a unit vector, got norm {norm:.4g}", "divide it by its norm")
+
+
+def check_cav(cav, name: str = "cav") -> ConceptVector:
+    """``cav`` when it is a :class:`ConceptVector` whose vector is (still) a finite unit vector, else an InputError.
+
+    Parameters
+    ----------
+    cav : ConceptVector
+    name : str, default "cav"
+
+    Returns
+    -------
+    ConceptVector
+    """
+    if not isinstance(cav, ConceptVector):
+        raise InputError(f"{name} must be a ConceptVector, got {type(cav).__name__}", "use concept_vector(...)")
+    _check_direction(cav.vector, f"{name}.vector")  # a tensor can have been edited in place since construction
+    return cav
 
 
 def concept_vector(
@@ -306,8 +340,8 @@ def concept_vector(
 ) -> ConceptVector:
     """Fit a CAV (Kim et al. 2018): the unit normal of a linear probe separating concept from random activations.
 
-    The probe is scikit-learn's ``LogisticRegression`` on standardised activations of ``layer``, fitted on a
-    random 70 % and scored on the rest.
+    The probe is scikit-learn's ``LogisticRegression`` on the activations of ``layer``, fitted on a random 70 %
+    and scored on the rest.
 
     Parameters
     ----------
@@ -325,13 +359,12 @@ def concept_vector(
     """
     check_eval(model)
     concept_x = check_images(concept_x, "concept_x")
-    random_x = check_images(random_x, "random_x")
-    if concept_x.shape[1:] != random_x.shape[1:]:
-        raise InputError(f"random_x images {tuple(random_x.shape[1:])} differ from concept_x's", "same shape")
+    random_x = check_images(random_x, "random_x", like=concept_x)
     if len(concept_x) < 2 or len(random_x) < 2:
         raise InputError("concept_x and random_x need at least 2 images each (one class only)", "pass more")
     get_layer(model, layer)
     seed = check_seed(seed)
+    n_outputs(model, concept_x, "concept_x")
     from sklearn.linear_model import LogisticRegression
 
     a = torch.cat([activations(model, layer, concept_x)[0], activations(model, layer, random_x)[0]]).double()
@@ -345,6 +378,8 @@ def concept_vector(
     clf = LogisticRegression(max_iter=2000, C=1.0).fit(a.numpy()[tr], y[tr])
     acc = float(clf.score(a.numpy()[te], y[te])) if len(te) else float(clf.score(a.numpy(), y))
     v = torch.from_numpy(clf.coef_[0]).float()
+    if not float(v.norm()) > 0:
+        raise InputError(f"no direction at layer {layer!r} separates concept_x from random_x", "pick another layer")
     v = v / v.norm().clamp_min(1e-12)
     return ConceptVector(layer=layer, vector=v, accuracy=acc)
 
@@ -389,8 +424,8 @@ def tcav(
     """
     check_eval(model)
     x = check_images(x)
-    concept_x = check_images(concept_x, "concept_x")
-    random_x = check_images(random_x, "random_x")
+    concept_x = check_images(concept_x, "concept_x", like=x)
+    random_x = check_images(random_x, "random_x", like=x)
     if len(random_x) < 4:
         raise InputError(f"random_x holds {len(random_x)} images", "pass at least 4 random images")
     target = check_target(target, n_outputs(model, x))
@@ -445,8 +480,7 @@ def tcav_score(model: nn.Module, x: torch.Tensor, target, cav: ConceptVector) ->
     """
     check_eval(model)
     x = check_images(x)
-    if not isinstance(cav, ConceptVector):
-        raise InputError(f"cav must be a ConceptVector, got {type(cav).__name__}", "use concept_vector(...)")
+    check_cav(cav)
     target = check_target(target, n_outputs(model, x))
     get_layer(model, cav.layer)
     _, grads = activations(model, cav.layer, x, grad_target=target)

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from ..errors import InputError
-from ..validation import check_choice, check_float, check_int, check_seed
+from ..validation import check_bool, check_choice, check_float, check_int, check_seed
 from .checks import check_eval, check_images, check_labels, check_mask, check_target, n_outputs
 from .explain import METHODS, attribute
 
@@ -54,6 +54,7 @@ def predict(model: nn.Module, x: torch.Tensor, *, batch: int = 1024) -> torch.Te
     check_eval(model)
     x = check_images(x)
     batch = check_int(batch, "batch", min_val=1)
+    n_outputs(model, x)
     with torch.no_grad():
         return torch.cat([model(x[i : i + batch]).argmax(1) for i in range(0, len(x), batch)])
 
@@ -66,13 +67,14 @@ def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
     model : torch.nn.Module
     x : torch.Tensor
     y : torch.Tensor
+        Labels in ``0..classes-1``.
 
     Returns
     -------
     float
     """
     x = check_images(x)
-    y = check_labels(y, len(x))
+    y = check_labels(y, len(x), classes=n_outputs(check_eval(model), x))
     return float((predict(model, x) == y).float().mean())
 
 
@@ -95,8 +97,9 @@ def shortcut_reliance(model: nn.Module, x_patched: torch.Tensor, y: torch.Tensor
     float
     """
     x_patched = check_images(x_patched, "x_patched")
-    y = check_labels(y, len(x_patched))
-    target = check_target(target, n_outputs(check_eval(model), x_patched))
+    classes = n_outputs(check_eval(model), x_patched, "x_patched")
+    y = check_labels(y, len(x_patched), classes=classes)
+    target = check_target(target, classes)
     keep = y != target
     if not bool(keep.any()):
         raise InputError("y holds the target class only", "pass images of other classes too")
@@ -304,9 +307,18 @@ def rashomon(
     models = list(models) if isinstance(models, (list, tuple)) else None
     if models is None or len(models) < 2:
         raise InputError("models must be a list of at least two classifiers", "train several seeds or widths")
-    for i, m in enumerate(models):
-        check_eval(m, f"models[{i}]")
-    x_explain = check_images(x_explain, "x_explain")
+    x = check_images(x)
+    x_patched = check_images(x_patched, "x_patched", like=x)
+    x_explain = check_images(x_explain, "x_explain", like=x)
+    classes = [n_outputs(check_eval(m, f"models[{i}]"), x, model_name=f"models[{i}]") for i, m in enumerate(models)]
+    for i, c in enumerate(classes):
+        if c != classes[0]:
+            raise InputError(f"models[{i}] has {c} outputs, models[0] {classes[0]}", "compare models of one task")
+    y = check_labels(y, len(x), classes=classes[0])
+    y_patched = check_labels(y_patched, len(x_patched), "y_patched", classes[0])
+    target = check_target(target, classes[0])
+    if not bool((y_patched != target).any()):
+        raise InputError("y_patched holds the target class only", "pass images of other classes too")
     method = check_choice(method, "method", METHODS)
     acc = np.array([accuracy(m, x, y) for m in models])
     rel = np.array([shortcut_reliance(m, x_patched, y_patched, target) for m in models])
@@ -395,8 +407,7 @@ def randomization_check(
     check_eval(model)
     x = check_images(x)
     method = check_choice(method, "method", METHODS)
-    if not isinstance(absolute, bool):
-        raise InputError(f"absolute must be a bool, got {type(absolute).__name__}", "pass True or False")
+    absolute = check_bool(absolute, "absolute")
     seed = check_seed(seed)
     target = check_target(target, n_outputs(model, x))
     layers = [

@@ -171,23 +171,19 @@ def _check_peers(peers, x: torch.Tensor, classes: int) -> None:
     if not isinstance(peers, (list, tuple)) or not peers:
         raise InputError(f"peers must be a non-empty list of models, got {type(peers).__name__}", "or None")
     for i, m in enumerate(peers):
-        check_eval(m, f"peers[{i}]")
-        if n_outputs(m, x[:1]) != classes:
-            raise InputError(f"peers[{i}] has {n_outputs(m, x[:1])} outputs, model {classes}", "same classes")
+        c = n_outputs(check_eval(m, f"peers[{i}]"), x, "data[0]", f"peers[{i}]")
+        if c != classes:
+            raise InputError(f"peers[{i}] has {c} outputs, model {classes}", "same classes")
 
 
 def _check_held_out(held_out, x: torch.Tensor, classes: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The measured pair (images, labels): at least 2 images of ``x``'s shape, labels below ``classes``."""
     if not isinstance(held_out, (tuple, list)) or len(held_out) != 2:
         raise InputError(f"held_out must be a pair (x, y), got {type(held_out).__name__}", "or None")
-    xh = check_images(held_out[0], "held_out[0]")
-    yh = check_labels(held_out[1], len(xh), "held_out[1]")
-    if tuple(xh.shape[1:]) != tuple(x.shape[1:]):
-        raise InputError(f"held_out[0] holds {tuple(xh.shape[1:])} images, data {tuple(x.shape[1:])}", "same shape")
+    xh = check_images(held_out[0], "held_out[0]", like=x)
+    yh = check_labels(held_out[1], len(xh), "held_out[1]", classes)
     if len(xh) < 2:
         raise InputError(f"held_out holds {len(xh)} image", "pass at least 2")
-    if int(yh.max()) >= classes:
-        raise InputError(f"held_out[1] holds class {int(yh.max())}, the model has {classes} outputs", "check")
     return xh, yh
 
 
@@ -278,10 +274,9 @@ def prepare(
         raise InputError(f"mask has shape {tuple(mask.shape)}, one image {tuple(x.shape[1:])}", "pass (C, H, W)")
     if len(x) < 20:
         raise InputError(f"data holds {len(x)} images", "pass at least 20")
-    classes = n_outputs(model, x)
+    classes = n_outputs(model, x, "data[0]")
     target = check_target(target, classes)
-    if int(y.max()) >= classes:
-        raise InputError(f"data[1] holds class {int(y.max())}, the model has {classes} outputs", "check the labels")
+    check_labels(y, len(x), "data[1]", classes)
     if len(torch.unique(y)) < 2:
         raise InputError("data[1] holds one class only", "pass images of the target class and of others")
     if peers is not None:
