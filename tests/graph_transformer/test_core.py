@@ -117,3 +117,70 @@ def test_discriminative_fractions_count_nodes_nearer_their_own_class():
         d = discriminative_fractions(x, y, rule=rule)
         assert d["fractions"] == [0.75, 1.0], rule
         assert len(d["spectrum"]) <= 10 and abs(sum(d["spectrum"]) - 1.0) < 1e-9  # 3 features: all of the trace
+
+
+def _fit_on(y):
+    data = pattern_graph(80, seed=0, degree=3.0)
+    data.y = y(data.y)
+    valid = data.valid.nonzero().flatten()
+    model = ShallowGT(32, 3, init_scale=0.0, seed=0)
+    fit_hinge(model, data, valid[:20], steps=30, lr=1.0)
+    return torch.cat([p.detach().flatten() for p in model.parameters()])
+
+
+def test_fit_hinge_reads_two_labels_by_order():
+    # the larger label is the +1 class: 0/1, -1/+1, -1/0 and 1/2 train the same model (-1/0 used to be one class)
+    ref = _fit_on(lambda y: y)
+    for to in (lambda y: 2 * y - 1, lambda y: y - 1, lambda y: y + 1):
+        torch.testing.assert_close(_fit_on(to), ref, rtol=0, atol=0)
+
+
+def test_gt_error_reads_labels_by_order():
+    from icml24.graph_transformer.experiments import gt_error
+
+    data = pattern_graph(80, seed=0, degree=3.0)
+    ctx = hop_context(data.edge_index, 80, 3)
+    model, nodes = ShallowGT(32, 3, seed=0), data.valid.nonzero().flatten()
+    ref = gt_error(model, data, ctx, nodes)
+    data.y = 2 * data.y - 1
+    assert gt_error(model, data, ctx, nodes) == ref
+
+
+def test_attention_stats_on_a_users_graph():
+    from torch_geometric.data import Data
+
+    data = pattern_graph(80, seed=0, degree=3.0)
+    nodes = data.valid.nonzero().flatten()
+    model = ShallowGT(32, 3, seed=0)
+    full = attention_stats(model, data, nodes)
+    plain = attention_stats(model, Data(x=data.x, edge_index=data.edge_index), nodes)  # no labels, no ground truth
+    assert plain == {k: v for k, v in full.items() if k not in ("core_mass", "disc_mass")}
+    with_disc = attention_stats(model, Data(x=data.x, edge_index=data.edge_index, disc=data.disc), nodes)
+    assert with_disc == {k: v for k, v in full.items() if k != "core_mass"}
+    users = Data(x=data.x, edge_index=data.edge_index, y=data.y)
+    hist = fit_hinge(model, users, nodes[:20], steps=2, monitor=nodes[20:])
+    assert set(hist.stats[-1]) == set(plain)
+
+
+def test_attend_and_forward_take_any_float_dtype():
+    data = pattern_graph(60, seed=0, degree=3.0)
+    ctx = hop_context(data.edge_index, 60, 3)
+    model = ShallowGT(32, 3, seed=0)
+    torch.testing.assert_close(model.attend(data.x.double(), ctx), model.attend(data.x, ctx))
+    torch.testing.assert_close(model(data.x.double(), ctx), model(data.x, ctx))
+    fit_hinge(model.double(), data, data.valid.nonzero().flatten()[:10], steps=1)  # a float64 model, float32 data
+
+
+def test_edge_cases_now_accepted():
+    from torch_geometric.data import Data
+
+    data = pattern_graph(60, seed=0, degree=3.0)
+    ctx = hop_context(data.edge_index, 60, 3)
+    w = torch.ones(3, requires_grad=True)
+    assert sample_context(ctx, 2, hop_weights=w).dist.max() <= 3  # a weight tensor that requires grad
+    idx = data.valid.nonzero().flatten()[:10]
+    edgeless = Data(x=data.x, edge_index=torch.zeros(2, 0, dtype=torch.long), y=data.y)
+    assert fit_gnn(edgeless, idx, epochs=1)(data.x, edgeless.edge_index).shape == (60, 2)
+    # a deep radius on a small graph stops once nothing farther is reached
+    deep = hop_context(data.edge_index, 60, 10**6)
+    assert deep.hops == 10**6 and int(deep.dist.max()) < 60

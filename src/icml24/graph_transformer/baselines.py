@@ -10,9 +10,11 @@ import torch
 from torch import nn
 
 from ..errors import InputError
-from ..validation import check_choice, check_float, check_int, check_seed, check_tensor
+from ..validation import check_choice, check_float, check_int
+from .shallow import _check_data, _check_nodes, _torch_seed
 
 __all__ = ["fit_gnn"]
+_GPS_HEADS = 4
 
 
 class _GPS(nn.Module):
@@ -21,7 +23,7 @@ class _GPS(nn.Module):
 
         super().__init__()
         self.inp = nn.Linear(d, hidden)
-        self.convs = nn.ModuleList(GPSConv(hidden, GCNConv(hidden, hidden), heads=4) for _ in range(layers))
+        self.convs = nn.ModuleList(GPSConv(hidden, GCNConv(hidden, hidden), heads=_GPS_HEADS) for _ in range(layers))
         self.out = nn.Linear(hidden, classes)
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
@@ -54,41 +56,37 @@ def fit_gnn(
     kind : {"gcn", "sage", "gps"}, default "gcn"
         PyG's ``GCN``, ``GraphSAGE``, or ``GPSConv`` layers (GCN local conv, 4 heads of global attention).
     hidden, layers : int, default 32, 2
+        For "gps" ``hidden`` must be a multiple of 4 (its attention heads).
     epochs : int, default 200
     lr : float, default 0.01
     weight_decay : float, default 5e-4
         Kipf & Welling's defaults.
     seed : int, default 0
+        At most 2**64 - 1.
 
     Returns
     -------
     torch.nn.Module
         ``model(data.x, data.edge_index)`` gives ``(N, classes)`` logits.
     """
-    from torch_geometric.data import Data
     from torch_geometric.nn import GCN, GraphSAGE
 
-    if not isinstance(data, Data):
-        raise InputError(f"data is a {type(data).__name__}", "give a torch_geometric.data.Data")
-    x = check_tensor(getattr(data, "x", None), "data.x", ndim=2)
-    y = check_tensor(getattr(data, "y", None), "data.y", shape=(x.shape[0],), dtype="integer")
-    edge_index = check_tensor(getattr(data, "edge_index", None), "data.edge_index", ndim=2, dtype="integer")
-    if edge_index.shape[0] != 2 or (edge_index.numel() and int(edge_index.max()) >= x.shape[0]):
-        raise InputError("data.edge_index is not a (2, E) tensor of node indices", "check the graph")
+    x, y = _check_data(data)
     kind = check_choice(kind, "kind", ("gcn", "sage", "gps"))
     hidden = check_int(hidden, "hidden", min_val=1)
+    if kind == "gps" and hidden % _GPS_HEADS:
+        raise InputError(f"hidden must be a multiple of {_GPS_HEADS} for kind='gps' (its heads), got {hidden}")
     layers = check_int(layers, "layers", min_val=1)
     epochs = check_int(epochs, "epochs", min_val=1)
     lr = check_float(lr, "lr", min_val=0.0, include_boundaries="neither")
     weight_decay = check_float(weight_decay, "weight_decay", min_val=0.0)
-    seed = check_seed(seed)
-    train_idx = check_tensor(train_idx, "train_idx", ndim=1, dtype="integer").long()
-    if int(train_idx.min()) < 0 or int(train_idx.max()) >= x.shape[0]:
-        raise InputError("train_idx holds indices outside the graph", f"use indices in [0, {x.shape[0]})")
+    seed = _torch_seed(seed)
+    train_idx = _check_nodes(train_idx, "train_idx", x.shape[0])
     if torch.unique(y[train_idx]).numel() < 2:
         raise InputError("train_idx holds labelled nodes of one class only", "label nodes of both classes")
     if int(y.min()) < 0:
         raise InputError("data.y holds negative class ids", "use class ids 0..C-1")
+    edge_index = data.edge_index.long()
     classes = int(y.max()) + 1
     with torch.random.fork_rng(devices=[]):  # PyG's layers draw from the global generator; leave it as it was
         torch.manual_seed(seed)

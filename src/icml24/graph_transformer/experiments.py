@@ -16,7 +16,7 @@ from ..claims import Scale
 from ..runs import save_figure
 from ..validation import check_seed
 from .baselines import fit_gnn
-from .shallow import ShallowGT, fit_hinge, hop_context
+from .shallow import ShallowGT, _label_signs, fit_hinge, hop_context
 from .world import pattern_graph
 
 __all__ = [
@@ -74,7 +74,8 @@ def split(data, n_labels: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def gt_error(model: ShallowGT, data, context, nodes: torch.Tensor) -> float:
-    """Test error of a shallow model: the fraction of ``nodes`` where ``sign(F) != y``.
+    """Test error of a shallow model: the fraction of ``nodes`` where ``sign(F)`` is not the node's +-1 label (the
+    larger of the two label values on ``nodes`` is +1, as in :func:`fit_hinge`).
 
     Parameters
     ----------
@@ -88,7 +89,8 @@ def gt_error(model: ShallowGT, data, context, nodes: torch.Tensor) -> float:
     float
     """
     with torch.no_grad():
-        return float(((model(data.x, context, nodes) > 0).long() != data.y[nodes]).float().mean())
+        truth = _label_signs(data.y, nodes)[nodes] > 0
+        return float(((model(data.x, context, nodes) > 0) != truth).float().mean())
 
 
 def _labels_needed(labels, errors) -> float:

@@ -28,16 +28,18 @@ from ..validation import check_choice, check_float, check_int, check_seed, check
 __all__ = ["HopContext", "hop_context", "sample_context", "ShallowGT", "fit_hinge", "attention_stats", "History"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class HopContext:
     """The Z-hop context of every node as flat (target, source, distance) triples, sorted by target.
 
     Parameters
     ----------
     target, source, dist : torch.Tensor
-        ``(P,)`` int64: pair ``p`` says that ``source[p]`` is at shortest-path distance ``dist[p]`` (0 for
-        the node itself) from ``target[p]``.
+        ``(P,)`` integers (stored as int64): pair ``p`` says that ``source[p]`` is at shortest-path distance
+        ``dist[p]`` (0 for the node itself, at most ``hops``) from ``target[p]``; ``target`` is sorted and both
+        index nodes in ``[0, num_nodes)``. Checked on construction.
     num_nodes, hops : int
+        >= 1.
     """
 
     target: torch.Tensor
@@ -47,7 +49,22 @@ class HopContext:
     hops: int
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_ptr", torch.searchsorted(self.target, torch.arange(self.num_nodes + 1)))
+        n = check_int(self.num_nodes, "num_nodes", min_val=1)
+        hops = check_int(self.hops, "hops", min_val=1)
+        fields = {k: check_tensor(getattr(self, k), k, ndim=1, dtype="integer", allow_empty=True) for k in _PAIRS}
+        fields = {k: v.long() for k, v in fields.items()}
+        t, s, d = fields.values()
+        if not len(t) == len(s) == len(d):
+            raise InputError(f"target, source and dist differ in length ({len(t)}, {len(s)}, {len(d)})")
+        for k, hi in (("target", n - 1), ("source", n - 1), ("dist", hops)):
+            v = fields[k]
+            if v.numel() and (int(v.min()) < 0 or int(v.max()) > hi):
+                raise InputError(f"{k} holds values outside [0, {hi}]", "build the context with hop_context")
+        if bool((t[1:] < t[:-1]).any()):
+            raise InputError("target is not sorted", "build the context with hop_context")
+        for k, v in {**fields, "num_nodes": n, "hops": hops}.items():
+            object.__setattr__(self, k, v)
+        object.__setattr__(self, "_ptr", torch.searchsorted(t, torch.arange(n + 1)))
 
     def restrict(self, nodes: torch.Tensor) -> "HopContext":
         """Return the pairs whose target is in ``nodes``.
@@ -55,7 +72,7 @@ class HopContext:
         Parameters
         ----------
         nodes : torch.Tensor
-            ``(B,)`` node indices.
+            ``(B,)`` integer node indices in ``[0, num_nodes)``, not empty.
 
         Returns
         -------
@@ -63,20 +80,28 @@ class HopContext:
             The sub-context (same node numbering).
         """
         ptr = self._ptr
-        nodes = torch.unique(nodes)
+        nodes = torch.unique(_check_nodes(nodes, "nodes", self.num_nodes))
         start, count = ptr[nodes], ptr[nodes + 1] - ptr[nodes]
         offset = torch.arange(int(count.sum())) - torch.repeat_interleave(torch.cumsum(count, 0) - count, count)
         keep = torch.repeat_interleave(start, count) + offset
         return HopContext(self.target[keep], self.source[keep], self.dist[keep], self.num_nodes, self.hops)
 
 
-def _check_graph(edge_index, num_nodes) -> tuple[torch.Tensor, int]:
+_PAIRS = ("target", "source", "dist")
+_TORCH_SEED_MAX = 2**64 - 1  # torch.Generator.manual_seed overflows beyond
+
+
+def _torch_seed(seed) -> int:
+    return check_int(seed, "seed", min_val=0, max_val=_TORCH_SEED_MAX)
+
+
+def _check_graph(edge_index, num_nodes, name: str = "edge_index") -> tuple[torch.Tensor, int]:
     num_nodes = check_int(num_nodes, "num_nodes", min_val=1)
-    edge_index = check_tensor(edge_index, "edge_index", ndim=2, dtype="integer", allow_empty=True)
+    edge_index = check_tensor(edge_index, name, ndim=2, dtype="integer", allow_empty=True)
     if edge_index.shape[0] != 2:
-        raise InputError(f"edge_index has shape {tuple(edge_index.shape)}", "give a (2, E) tensor of node indices")
+        raise InputError(f"{name} has shape {tuple(edge_index.shape)}", "give a (2, E) tensor of node indices")
     if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= num_nodes):
-        raise InputError(f"edge_index holds indices outside [0, {num_nodes})", "check num_nodes or the edges")
+        raise InputError(f"{name} holds indices outside [0, {num_nodes})", "check num_nodes or the edges")
     return edge_index.long(), num_nodes
 
 
@@ -114,6 +139,8 @@ def hop_context(edge_index: torch.Tensor, num_nodes: int, hops: int) -> HopConte
         dists.append(np.full(new.nnz, z, dtype=np.int64))
         reached = ((reached + new.tocsr()) > 0).astype(np.int8)
         frontier = new.tocsr()
+        if not new.nnz:  # nothing farther: every later hop is empty too
+            break
     t, s, d = (np.concatenate(a).astype(np.int64) for a in (rows, cols, dists))
     order = np.lexsort((s, t))
     return HopContext(
@@ -152,9 +179,11 @@ def sample_context(
     if hop_weights is None:
         quota = np.full(hops, per_hop)
     else:
-        w = check_tensor(hop_weights, "hop_weights", shape=(hops,)).double().numpy()
-        if (w < 0).any() or w.sum() <= 0:
-            raise InputError("hop_weights has negative entries or sums to 0", "give non-negative weights")
+        w = check_tensor(hop_weights, "hop_weights", shape=(hops,)).detach().cpu().double().numpy()
+        with np.errstate(over="ignore"):
+            total = w.sum()
+        if (w < 0).any() or not 0 < total < np.inf:
+            raise InputError("hop_weights has negative entries or sums to 0 or overflows", "give non-negative weights")
         quota = np.floor(w / w.sum() * per_hop * hops + 1e-9).astype(int)
     rng = np.random.default_rng(seed)
     t, d = context.target.numpy(), context.dist.numpy()
@@ -212,7 +241,7 @@ class ShallowGT(nn.Module):
         attention = check_choice(attention, "attention", ("softmax", "uniform"))
         init_scale = check_float(init_scale, "init_scale", min_val=0.0)
         init_noise = check_float(init_noise, "init_noise", min_val=0.0)
-        g = torch.Generator().manual_seed(check_seed(seed))
+        g = torch.Generator().manual_seed(_torch_seed(seed))
         super().__init__()
         self.in_channels, self.hops, self.hidden, self.pe, self.attention = d, hops, m, pe, attention
 
@@ -230,7 +259,7 @@ class ShallowGT(nn.Module):
         self.register_buffer("a", signs / m**0.5)
 
     def _check_inputs(self, x, context, nodes):
-        x = check_tensor(x, "x", ndim=2)
+        x = check_tensor(x, "x", ndim=2).to(self.W_V.dtype)
         if x.shape[1] != self.in_channels:
             raise InputError(
                 f"x has {x.shape[1]} features, the model {self.in_channels}", "build the model with in_channels=d"
@@ -241,11 +270,7 @@ class ShallowGT(nn.Module):
             raise InputError(f"context is for {context.num_nodes} nodes, x has {x.shape[0]}", "rebuild the context")
         if context.hops > self.hops:
             raise InputError(f"context reaches {context.hops} hops, the model {self.hops}", "match hops")
-        if nodes is not None:
-            nodes = check_tensor(nodes, "nodes", ndim=1, dtype="integer").long()
-            if int(nodes.min()) < 0 or int(nodes.max()) >= x.shape[0]:
-                raise InputError("nodes holds indices outside the graph", f"use indices in [0, {x.shape[0]})")
-        return x, nodes
+        return x, None if nodes is None else _check_nodes(nodes, "nodes", x.shape[0])
 
     def attend(self, x: torch.Tensor, context: HopContext) -> torch.Tensor:
         """Attention weight of every context pair (rows sum to 1 over each target's context).
@@ -255,12 +280,17 @@ class ShallowGT(nn.Module):
         x : torch.Tensor
             ``(N, d)`` features.
         context : HopContext
+            Of the same graph (``N`` nodes), at most ``hops`` hops.
 
         Returns
         -------
         torch.Tensor
             ``(P,)`` weights, aligned with ``context``.
         """
+        x, _ = self._check_inputs(x, context, None)
+        return self._attend(x, context)
+
+    def _attend(self, x: torch.Tensor, context: HopContext) -> torch.Tensor:
         from torch_geometric.utils import softmax
 
         if self.attention == "uniform":
@@ -291,7 +321,7 @@ class ShallowGT(nn.Module):
         """
         x, nodes = self._check_inputs(x, context, nodes)
         ctx = context if nodes is None else context.restrict(nodes)
-        w = self.attend(x, ctx)
+        w = self._attend(x, ctx)
         v = x[ctx.source] @ self.W_V.T
         agg = torch.zeros(context.num_nodes, self.hidden, dtype=v.dtype).index_add_(0, ctx.target, w[:, None] * v)
         out = torch.relu(agg @ self.W_O.T) @ self.a
@@ -318,8 +348,19 @@ class History:
     b: list = field(default_factory=list)
 
 
-def _signs(y: torch.Tensor) -> torch.Tensor:
-    return torch.where(y > 0, 1.0, -1.0)
+def _label_signs(y: torch.Tensor, used: torch.Tensor, name: str = "data.y") -> torch.Tensor:
+    """+1/-1 per node: of the (at most two) label values on the ``used`` nodes the larger is +1, the smaller -1, so
+    0/1 and -1/+1 labels read as usual; a single value reads by sign (> 0 is +1). More than two is an InputError."""
+    values = torch.unique(y[used])
+    if values.numel() > 2:
+        shown = ", ".join(str(v) for v in values.tolist()[:5]) + (", ..." if values.numel() > 5 else "")
+        raise InputError(
+            f"{name} holds {values.numel()} distinct labels ({shown}) on the nodes used; the hinge classifier is "
+            "binary",
+            "give two classes (e.g. 0/1 or -1/+1), or train one model per class",
+        )
+    threshold = values[0] if values.numel() == 2 else 0
+    return torch.where(y > threshold, 1.0, -1.0)
 
 
 def fit_hinge(
@@ -341,8 +382,9 @@ def fit_hinge(
     ----------
     model : ShallowGT
     data : torch_geometric.data.Data
-        With ``x``, ``edge_index`` and ``y`` (binary: 1 is the +1 class, 0 the -1 class). For the
-        attention instruments also ``disc`` and ``core_dist`` (as made by :func:`pattern_graph`).
+        With ``x``, ``edge_index`` and integer ``y``. The classifier is binary: the labels of the nodes used
+        (``train_idx`` and ``monitor``) must take exactly two values; the larger is the +1 class, the smaller the
+        -1 class (so 0/1 and -1/+1 labels read as usual). More values are refused: train one model per class.
     train_idx : torch.Tensor
         ``(L,)`` labelled nodes; both classes must be present.
     context : HopContext, optional
@@ -353,11 +395,12 @@ def fit_hinge(
     lr : float, default 0.1
     batch_size : int, default 16
     seed : int, default 0
-        Order of the mini-batches.
+        Order of the mini-batches (at most 2**64 - 1).
     record_every : int, default 0
         Record the loss, ``b`` and the instruments every that many steps (0: only at the start and end).
     monitor : torch.Tensor, optional
-        Nodes on which the attention instruments are computed (needs ``data.disc``).
+        Nodes on which :func:`attention_stats` is recorded (its ground-truth entries only where ``data`` carries
+        the generator's metadata).
 
     Returns
     -------
@@ -369,19 +412,21 @@ def fit_hinge(
     steps = check_int(steps, "steps", min_val=1)
     lr = check_float(lr, "lr", min_val=0.0, include_boundaries="neither")
     batch_size = check_int(batch_size, "batch_size", min_val=1)
-    seed = check_seed(seed)
+    seed = _torch_seed(seed)
     record_every = check_int(record_every, "record_every", min_val=0)
     train_idx = _check_nodes(train_idx, "train_idx", x.shape[0])
     if torch.unique(y[train_idx]).numel() < 2:
         raise InputError("train_idx holds labelled nodes of one class only", "label nodes of both classes")
+    used = train_idx
+    if monitor is not None:
+        monitor = _check_nodes(monitor, "monitor", x.shape[0])
+        used = torch.cat([train_idx, monitor])
+    sign = _label_signs(y, used)
+    disc, core = _ground_truth(data, x.shape[0])
+    truth = (disc, core, None if disc is None or core is None else sign)
     if context is None:
         context = hop_context(data.edge_index, x.shape[0], model.hops)
     model._check_inputs(x, context, train_idx)
-    if monitor is not None:
-        monitor = _check_nodes(monitor, "monitor", x.shape[0])
-        if getattr(data, "disc", None) is None or getattr(data, "core_dist", None) is None:
-            raise InputError("data has no disc/core_dist for monitor", "use pattern_graph data or monitor=None")
-    sign = _signs(y)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.SGD(params, lr=lr)
     g = torch.Generator().manual_seed(seed)
@@ -394,7 +439,7 @@ def fit_hinge(
         hist.loss.append(loss)
         hist.b.append(model.b.detach().tolist())
         if monitor is not None:
-            hist.stats.append(attention_stats(model, data, monitor, context=context))
+            hist.stats.append(_stats(model, x, context, monitor, *truth))
 
     try:
         with torch.no_grad():
@@ -423,16 +468,16 @@ def fit_hinge(
     return hist
 
 
-def _check_data(data, model: ShallowGT | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def _check_data(data, model: ShallowGT | None = None, *, labels: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     from torch_geometric.data import Data
 
     if not isinstance(data, Data):
         raise InputError(f"data is a {type(data).__name__}", "give a torch_geometric.data.Data")
     x = check_tensor(getattr(data, "x", None), "data.x", ndim=2)
-    y = check_tensor(getattr(data, "y", None), "data.y", shape=(x.shape[0],), dtype="integer")
+    y = check_tensor(getattr(data, "y", None), "data.y", shape=(x.shape[0],), dtype="integer") if labels else None
     if model is not None and x.shape[1] != model.in_channels:
         raise InputError(f"data.x has {x.shape[1]} features, the model {model.in_channels}", "match in_channels")
-    _check_graph(getattr(data, "edge_index", None), x.shape[0])
+    _check_graph(getattr(data, "edge_index", None), x.shape[0], "data.edge_index")
     return x, y
 
 
@@ -443,25 +488,60 @@ def _check_nodes(nodes, name: str, n: int) -> torch.Tensor:
     return nodes
 
 
+def _ground_truth(data, n: int) -> tuple[torch.Tensor | None, int | None]:
+    """The generator's ``disc`` and ``core_dist``, checked, where ``data`` has them (None where not)."""
+    disc, core = getattr(data, "disc", None), getattr(data, "core_dist", None)
+    if disc is not None:
+        disc = check_tensor(disc, "data.disc", shape=(n,), dtype="integer").long()
+        if bool((disc.abs() > 1).any()):
+            raise InputError("data.disc holds values other than -1, 0, +1", "use data made by pattern_graph")
+    if core is not None:
+        core = check_int(core, "data.core_dist", min_val=1)
+    return disc, core
+
+
 @torch.no_grad()
+def _stats(model, x, context, nodes, disc, core_dist, sign) -> dict[str, float]:
+    ctx = context.restrict(nodes)
+    w = model._attend(x, ctx).double()
+
+    def per_node(v: torch.Tensor) -> torch.Tensor:
+        return torch.zeros(x.shape[0], dtype=torch.float64).index_add_(0, ctx.target, v)[nodes]
+
+    out = {}
+    if sign is not None:
+        core = (ctx.dist == core_dist) & (disc[ctx.source] == sign.long()[ctx.target])
+        out["core_mass"] = per_node(w * core).mean().item()
+    if disc is not None:
+        out["disc_mass"] = per_node(w * (disc[ctx.source] != 0)).mean().item()
+    out["entropy"] = per_node(-w * torch.log(w.clamp_min(1e-300))).mean().item()
+    for z in range(context.hops + 1):
+        out[f"hop_mass_{z}"] = per_node(w * (ctx.dist == z)).mean().item()
+    return out
+
+
 def attention_stats(
     model: ShallowGT, data, nodes: torch.Tensor, *, context: HopContext | None = None
 ) -> dict[str, float]:
-    """The paper's attention instruments on ``nodes``, averaged over them.
+    """The paper's attention instruments on ``nodes``, averaged over them, on any graph.
 
-    ``core_mass`` is the attention on the label-relevant nodes of the core neighbourhood (distance
-    ``data.core_dist``, discriminative pattern of the node's own class; Theorem 4.3's concentration),
-    ``disc_mass`` the attention on any discriminative node, ``entropy`` the attention entropy (nats) and
-    ``hop_mass_z`` the attention at distance z.
+    Always: ``entropy``, the attention entropy (nats), and ``hop_mass_z``, the attention at distance z for
+    z = 0..context.hops. Only where ``data`` carries the generator's ground truth (as :func:`pattern_graph` makes
+    it): ``disc_mass``, the attention on any discriminative node (needs ``data.disc``), and ``core_mass``, the
+    attention on the label-relevant nodes of the core neighbourhood (distance ``data.core_dist``, discriminative
+    pattern of the node's own class; Theorem 4.3's concentration; needs ``disc`` and ``core_dist``, and then an
+    integer ``y``, read as in :func:`fit_hinge`: of the two label values on ``nodes`` the larger is the +1 class, a
+    single value reads by sign).
 
     Parameters
     ----------
     model : ShallowGT
     data : torch_geometric.data.Data
-        From :func:`pattern_graph` (needs ``disc``, ``core_dist``).
+        ``x`` and ``edge_index``; optionally ``disc`` ((N,) in {-1, 0, +1}), ``core_dist`` (int >= 1) and ``y``.
     nodes : torch.Tensor
         ``(B,)`` nodes.
     context : HopContext, optional
+        Default: ``hop_context(data.edge_index, data.num_nodes, model.hops)``.
 
     Returns
     -------
@@ -469,28 +549,14 @@ def attention_stats(
     """
     if not isinstance(model, ShallowGT):
         raise InputError(f"model is a {type(model).__name__}", "give a ShallowGT")
-    x, y = _check_data(data, model)
-    if getattr(data, "disc", None) is None or getattr(data, "core_dist", None) is None:
-        raise InputError("data has no disc/core_dist", "use data made by pattern_graph")
+    x, _ = _check_data(data, model, labels=False)
     nodes = _check_nodes(nodes, "nodes", x.shape[0])
+    disc, core = _ground_truth(data, x.shape[0])
+    sign = None
+    if disc is not None and core is not None:
+        y = check_tensor(getattr(data, "y", None), "data.y", shape=(x.shape[0],), dtype="integer")
+        sign = _label_signs(y, nodes)
     if context is None:
         context = hop_context(data.edge_index, x.shape[0], model.hops)
     model._check_inputs(x, context, nodes)
-    ctx = context.restrict(nodes)
-    w = model.attend(x, ctx).double()
-    n = x.shape[0]
-    sign = _signs(y).long()
-    disc = data.disc.long()
-    core = (ctx.dist == int(data.core_dist)) & (disc[ctx.source] == sign[ctx.target])
-
-    def per_node(v: torch.Tensor) -> torch.Tensor:
-        return torch.zeros(n, dtype=torch.float64).index_add_(0, ctx.target, v)[nodes]
-
-    out = {
-        "core_mass": per_node(w * core).mean().item(),
-        "disc_mass": per_node(w * (disc[ctx.source] != 0)).mean().item(),
-        "entropy": per_node(-w * torch.log(w.clamp_min(1e-300))).mean().item(),
-    }
-    for z in range(context.hops + 1):
-        out[f"hop_mass_{z}"] = per_node(w * (ctx.dist == z)).mean().item()
-    return out
+    return _stats(model, x, context, nodes, disc, core, sign)
