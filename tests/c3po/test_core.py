@@ -10,6 +10,7 @@ import torch
 
 from icml24.c3po import (
     C3POConfig,
+    Feedback,
     add_lora,
     anchor_loss,
     build_feedback_data,
@@ -289,3 +290,58 @@ def test_trains_generates_and_composes_on_cuda():
     other = train_feedback(base, TOK, data, method="scd", config=CFG, steps=2).model
     both = compose_adapters(base, [res.model, other], mode="logits")
     assert generate(both, TOK, ps, max_new_tokens=5) == generate(both.cpu(), TOK, ps, max_new_tokens=5)
+
+
+def test_composed_feedback_leaves_its_adapters_state_alone(monkeypatch):
+    """Forward and generate switch adapters (PEFT's set_adapter turns requires_grad on); they give the active adapter
+    and every requires_grad back, after a failure inside decoding too."""
+    import icml24.c3po.adapters as adapters
+
+    base = tiny()
+    both = compose_adapters(base, [perturbed(add_lora(base, CFG)), add_lora(base, CFG)], mode="logits")
+
+    def state():
+        return both.peft_model.active_adapter, [p.requires_grad for p in both.parameters()]
+
+    before = state()
+    ids = torch.tensor([encode(TOK, "trivia : tell me about peru", "peru", CFG)[0]])
+    with torch.no_grad():
+        both(input_ids=ids)
+    both.generate(ids, max_new_tokens=3)
+    sequence_kl(both, None, TOK, ["give me a recipe for soup"], ["you chop the onion"])  # through disable_adapter
+    assert state() == before
+    frozen = add_lora(base, CFG).requires_grad_(False)  # PEFT's disable_adapter turns the adapter's grads back on
+    sequence_kl(frozen, None, TOK, ["give me a recipe for soup"], ["you chop the onion"])
+    assert not any(p.requires_grad for p in frozen.parameters())
+
+    def failing(step, input_ids, attention_mask, **kw):
+        step(input_ids, torch.ones_like(input_ids), input_ids.size(1))
+        raise RuntimeError("interrupted")
+
+    monkeypatch.setattr(adapters, "decode", failing)
+    with pytest.raises(RuntimeError, match="interrupted"):
+        both.generate(ids, max_new_tokens=3)
+    sequence_kl(both, None, TOK, ["give me a recipe for soup"], ["you chop the onion"])  # through disable_adapter
+    assert state() == before
+    frozen = add_lora(base, CFG).requires_grad_(False)  # PEFT's disable_adapter turns the adapter's grads back on
+    sequence_kl(frozen, None, TOK, ["give me a recipe for soup"], ["you chop the onion"])
+    assert not any(p.requires_grad for p in frozen.parameters())
+
+
+def test_sequence_kl_scores_in_eval_mode_and_gives_the_modes_back():
+    """A policy left in training mode was scored with dropout on (noise in an exact KL); now as in eval mode."""
+    adapted = perturbed(add_lora(tiny(), C3POConfig(**{**CFG.__dict__, "lora_dropout": 0.5})))
+    args = (TOK, ["give me a recipe for soup"] * 3, ["you chop the onion and the rice"] * 3)
+    want = sequence_kl(adapted.eval(), None, *args)
+    assert torch.equal(sequence_kl(adapted.train(), None, *args), want) and float(want.min()) > 0
+    assert all(m.training for m in adapted.modules())
+
+
+def test_names_are_stored_as_spelled_in_their_lists():
+    """'Quantitative' and 'GT' were accepted but stored as given: the metric check and improves() missed them."""
+    fb = Feedback("a", "b", "c", kind="Quantitative", comparison="GT", metric=len)
+    assert (fb.kind, fb.comparison) == ("quantitative", "gt") and fb.improves("long", "s")
+    with pytest.raises(InputError, match="metric"):
+        Feedback("a", "b", "c", kind="Quantitative")
+    cfg = C3POConfig(sft_reduction="SUM", target_modules=["q_proj", "v_proj"])
+    assert cfg.sft_reduction == "sum" and cfg.target_modules == ("q_proj", "v_proj") and hash(cfg)

@@ -7,14 +7,22 @@ rows, LoRA settings and steps; only the objective differs.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from ..errors import InputError
+from ..validation import check_bool
 from .c3po import FeedbackResult, train_feedback
 from .config import C3POConfig
-from .feedback import Feedback
+from .feedback import Feedback, check_texts
 
 IN_CONTEXT_TEMPLATE = "{prompt}\n\nIf applicable, apply the following feedback to your response: {feedback}"
+
+
+def _check_feedback_and_template(feedback, template) -> None:
+    if not isinstance(feedback, Feedback):
+        raise InputError(f"feedback must be a Feedback, got {type(feedback).__name__}")
+    if not isinstance(template, str) or "{prompt}" not in template or "{feedback}" not in template:
+        raise InputError(f"template must contain {{prompt}} and {{feedback}}, got {template!r}")
 
 
 def in_context_prompt(feedback: Feedback, prompt: str, template: str = IN_CONTEXT_TEMPLATE) -> str:
@@ -35,12 +43,9 @@ def in_context_prompt(feedback: Feedback, prompt: str, template: str = IN_CONTEX
     -------
     str
     """
-    if not isinstance(feedback, Feedback):
-        raise InputError(f"feedback must be a Feedback, got {type(feedback).__name__}")
+    _check_feedback_and_template(feedback, template)
     if not isinstance(prompt, str) or not prompt.strip():
         raise InputError(f"prompt must be a non-empty str, got {prompt!r}")
-    if not isinstance(template, str) or "{prompt}" not in template or "{feedback}" not in template:
-        raise InputError(f"template must contain {{prompt}} and {{feedback}}, got {template!r}")
     return template.replace("{feedback}", feedback.content).replace("{prompt}", prompt)
 
 
@@ -70,11 +75,14 @@ def in_context_cot_prompts(
     list of str
         Each prompt with the feedback shown where ``applies`` said yes, unchanged elsewhere.
     """
-    if isinstance(prompts, str) or not isinstance(prompts, Sequence) or not prompts:
-        raise InputError("prompts must be a non-empty list of str")
+    _check_feedback_and_template(feedback, template)
+    prompts = check_texts(prompts, "prompts")
     if not callable(applies):
         raise InputError(f"applies must be callable, got {type(applies).__name__}")
-    flags = list(applies(feedback, list(prompts)))
+    flags = applies(feedback, list(prompts))
+    if isinstance(flags, (str, bytes)) or not isinstance(flags, Iterable):
+        raise InputError(f"applies must return a list of bool, got {type(flags).__name__}")
+    flags = [check_bool(f, f"applies(feedback, prompts)[{i}]") for i, f in enumerate(flags)]
     if len(flags) != len(prompts):
         raise InputError(f"applies returned {len(flags)} answers for {len(prompts)} prompts")
     return [in_context_prompt(feedback, p, template) if bool(f) else p for p, f in zip(prompts, flags)]

@@ -9,6 +9,7 @@ importable from here.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from dataclasses import dataclass, field
@@ -19,19 +20,27 @@ from torch import Tensor
 
 from ..errors import InputError
 from ..nn.alignment import dpo_loss
-from ..nn.lm_models import model_device
+from ..nn.lm_models import model_device, vocab_size_of
 from ..validation import check_bool, check_choice, check_float, check_int, check_seed
 from .adapters import (  # noqa: F401 - importable from here as before
     COMPOSE_MODES,
     ComposedFeedback,
     add_lora,
+    check_base_model,
     compose_adapters,
+    keeping_adapter_state,
     linear_module_names,
     save_adapter,
 )
-from .config import METHODS, C3POConfig, with_config  # noqa: F401 - importable from here as before
+from .config import (  # noqa: F401 - importable from here as before
+    METHODS,
+    C3POConfig,
+    check_config,
+    check_prompt_template,
+    with_config,
+)
 from .encoding import check_model_and_tokenizer, encode, format_prompt, pad_batch
-from .feedback import Feedback, FeedbackData
+from .feedback import Feedback, FeedbackData, check_texts
 from .losses import (  # noqa: F401 - importable from here as before
     IGNORE,
     SFT_REDUCTIONS,
@@ -105,19 +114,23 @@ def train_feedback(
     -------
     FeedbackResult
     """
-    cfg = (config or C3POConfig()).validated()
+    cfg = check_config(config)
     method = check_choice(method, "method", METHODS)
     check_model_and_tokenizer(model, tokenizer)
-    rows = data.rows("train") if isinstance(data, FeedbackData) else list(data) if data is not None else []
+    check_base_model(model)
+    if isinstance(data, FeedbackData):
+        rows = data.rows("train")
+    elif isinstance(data, (list, tuple)):
+        rows = list(data)
+    else:
+        raise InputError(f"data must be a FeedbackData or a list of rows, got {type(data).__name__}")
     if not rows:
         raise InputError("data has no training rows", "build data with build_feedback_data() first")
-    for r in rows:
-        if not (isinstance(r, tuple) and len(r) == 3 and len(r[0]) == 3 and len(r[1]) == 2 and len(r[2]) == 2):
-            raise InputError("data rows must be ((prompt, y0, y+), (prompt, y0), (prompt, y0))")
+    if not all(_is_row(r) for r in rows):
+        raise InputError("data rows must be ((prompt, y0, y+), (prompt, y0), (prompt, y0)) of str")
     n_steps = (
         math.ceil(cfg.epochs * len(rows) / cfg.batch_size) if steps is None else check_int(steps, "steps", min_val=1)
     )
-    policy = add_lora(model, cfg)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     enc = []
     for (pi, y0, y1), (pn, yn), (po, yo) in rows:
@@ -129,6 +142,7 @@ def train_feedback(
                 encode(tokenizer, po, yo, cfg),
             )
         )
+    policy = add_lora(model, cfg)
     t0 = time.perf_counter()
     ref = None
     if method in ("c3po", "dpo"):
@@ -168,6 +182,31 @@ def train_feedback(
     return FeedbackResult(policy, method, n_steps, losses, time.perf_counter() - t0)
 
 
+def _is_row(r) -> bool:
+    """One training row: ``((prompt, y0, y+), (prompt, y0), (prompt, y0))`` of str."""
+    return (
+        isinstance(r, tuple)
+        and len(r) == 3
+        and all(
+            isinstance(part, (tuple, list)) and len(part) == n and all(isinstance(t, str) for t in part)
+            for part, n in zip(r, (3, 2, 2))
+        )
+    )
+
+
+@contextlib.contextmanager
+def _evaluating(*models):
+    """Put the models in eval mode, and give each its own mode back on leaving, failure included."""
+    modes = [(m, m.training) for m in models if m is not None]
+    try:
+        for m, _ in modes:
+            m.eval()
+        yield
+    finally:
+        for m, was in modes:
+            m.train(was)
+
+
 def reference_logprobs(policy, chosen, rejected, pad_id: int, batch_size: int = 64) -> tuple[Tensor, Tensor]:
     """Completion log-probabilities of chosen and rejected answers under the reference: the policy with its
     LoRA adapter disabled (TRL's ``precompute_ref_log_probs`` with ``ref_model=None``), without gradients.
@@ -191,16 +230,13 @@ def reference_logprobs(policy, chosen, rejected, pad_id: int, batch_size: int = 
     if not hasattr(policy, "disable_adapter"):
         raise InputError("policy must be a PEFT model (add_lora)", "wrap the model with add_lora() first")
     out = []
-    was = policy.training
-    policy.eval()
-    with torch.no_grad(), policy.disable_adapter():
+    with _evaluating(policy), torch.no_grad(), policy.disable_adapter():
         for seqs in (chosen, rejected):
             vals = []
             for lo in range(0, len(seqs), batch_size):
                 ids, labels, mask = pad_batch(seqs[lo : lo + batch_size], pad_id, model_device(policy))
                 vals.append(completion_logprobs(policy(input_ids=ids, attention_mask=mask).logits, labels))
             out.append(torch.cat(vals))
-    policy.train(was)
     return out[0], out[1]
 
 
@@ -319,8 +355,9 @@ def generate(
     -------
     list of str
     """
-    if isinstance(prompts, str) or not isinstance(prompts, Sequence) or not prompts:
-        raise InputError("prompts must be a non-empty list of str", "pass at least one prompt")
+    prompts = check_texts(prompts, "prompts")
+    check_model_and_tokenizer(model, tokenizer)
+    prompt_template = check_prompt_template(prompt_template)
     max_new_tokens = check_int(max_new_tokens, "max_new_tokens", min_val=1)
     temperature = check_float(temperature, "temperature", min_val=0.0, include_boundaries="right")
     top_p = check_float(top_p, "top_p", min_val=0.0, max_val=1.0, include_boundaries="right")
@@ -330,9 +367,7 @@ def generate(
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     texts = [format_prompt(tokenizer, p, prompt_template) for p in prompts]
     out: list[str] = []
-    was = model.training
-    model.eval()
-    with torch.random.fork_rng(devices=[]), torch.no_grad():
+    with _evaluating(model), torch.random.fork_rng(devices=[]), torch.no_grad():
         torch.manual_seed(seed)
         for lo in range(0, len(texts), batch_size):
             enc = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts[lo : lo + batch_size]]
@@ -354,7 +389,6 @@ def generate(
                 if tokenizer.eos_token_id in toks:
                     toks = toks[: toks.index(tokenizer.eos_token_id)]
                 out.append(tokenizer.decode(toks, skip_special_tokens=True).strip())
-    model.train(was)
     return out
 
 
@@ -377,8 +411,12 @@ def feedback_rates(feedback: Feedback, responses: Sequence[str], baselines: Sequ
     """
     if not isinstance(feedback, Feedback):
         raise InputError(f"feedback must be a Feedback, got {type(feedback).__name__}")
-    if len(responses) != len(baselines) or not responses:
-        raise InputError(f"responses ({len(responses)}) and baselines ({len(baselines)}) must be equal and non-empty")
+    if feedback.metric is None:
+        raise InputError("feedback has no metric: qualitative feedback needs a judge", "pass a quantitative Feedback")
+    responses = check_texts(responses, "responses", allow_blank=True)
+    baselines = check_texts(baselines, "baselines", allow_blank=True)
+    if len(responses) != len(baselines):
+        raise InputError(f"responses ({len(responses)}) and baselines ({len(baselines)}) must be equally many")
     return sum(feedback.improves(r, b) for r, b in zip(responses, baselines)) / len(responses)
 
 
@@ -412,18 +450,25 @@ def sequence_kl(
     torch.Tensor
         ``(N,)`` float64 KLs in nats.
     """
-    if len(prompts) != len(responses) or not prompts:
-        raise InputError(f"prompts ({len(prompts)}) and responses ({len(responses)}) must be equal and non-empty")
+    prompts = check_texts(prompts, "prompts")
+    responses = check_texts(responses, "responses", allow_blank=True)
+    if len(prompts) != len(responses):
+        raise InputError(f"prompts ({len(prompts)}) and responses ({len(responses)}) must be equally many")
+    check_model_and_tokenizer(policy, tokenizer, "policy")
     if reference is None and not hasattr(policy, "disable_adapter"):
         raise InputError("reference is None and policy has no adapter to disable", "pass the reference model")
-    cfg = C3POConfig(prompt_template=prompt_template)
+    if reference is not None:
+        check_model_and_tokenizer(reference, tokenizer, "reference")
+        if vocab_size_of(reference) != vocab_size_of(policy):
+            raise InputError(f"reference has {vocab_size_of(reference)} tokens, policy {vocab_size_of(policy)}")
+    cfg = C3POConfig(prompt_template=check_prompt_template(prompt_template))
     seqs = [encode(tokenizer, p, r, cfg) for p, r in zip(prompts, responses)]
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     ids, labels, mask = pad_batch(seqs, pad, model_device(policy))
-    with torch.no_grad():
+    with _evaluating(policy, reference), torch.no_grad():
         lp = torch.log_softmax(policy(input_ids=ids, attention_mask=mask).logits.double(), -1)
         if reference is None:
-            with policy.disable_adapter():
+            with keeping_adapter_state(policy), policy.disable_adapter():
                 lq = torch.log_softmax(policy(input_ids=ids, attention_mask=mask).logits.double(), -1)
         else:
             lq = torch.log_softmax(reference(input_ids=ids, attention_mask=mask).logits.double(), -1)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import InputError
 from ..validation import check_bool, check_choice, check_float, check_int, check_seed
+from .feedback import check_texts
 from .losses import SFT_REDUCTIONS
 
 METHODS = ("c3po", "dpo", "scd", "scd_negatives")
@@ -55,6 +56,12 @@ class C3POConfig:
         chat template when it has one, else ``"<bos> {prompt} <sep>"`` with its own bos and sep tokens.
     seed : int, default 0
         Seeds the LoRA initialisation, the dropout and the row order.
+
+    Raises
+    ------
+    InputError
+        At construction, naming the first field of the wrong type or out of range (``max_prompt_length`` must be
+        below ``max_length``; ``prompt_template`` must contain ``{prompt}``).
     """
 
     beta: float = 0.1
@@ -79,44 +86,82 @@ class C3POConfig:
     prompt_template: str | None = None
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        self.validated()
+
     def validated(self) -> "C3POConfig":
-        """Check every field and return the config.
+        """Check every field (done at construction) and return the config.
 
         Returns
         -------
         C3POConfig
-            ``self``.
+            ``self``, its ``sft_reduction`` spelled as in :data:`SFT_REDUCTIONS` and ``target_modules`` a tuple.
+
+        Raises
+        ------
+        InputError
+            Naming the first field that is out of range or of the wrong type.
         """
-        check_float(self.beta, "beta", min_val=0.0, include_boundaries="right")
+        positive = dict(min_val=0.0, include_boundaries="right")
+        check_float(self.beta, "beta", **positive)
         check_float(self.lambda_near, "lambda_near", min_val=0.0)
         check_float(self.lambda_out, "lambda_out", min_val=0.0)
         check_float(self.kd_lambda, "kd_lambda", min_val=0.0, max_val=1.0)
-        check_float(self.kd_temperature, "kd_temperature", min_val=0.0, include_boundaries="right")
+        check_float(self.kd_temperature, "kd_temperature", **positive)
         check_bool(self.use_avg_kl, "use_avg_kl")
-        check_choice(self.sft_reduction, "sft_reduction", SFT_REDUCTIONS)
+        object.__setattr__(self, "sft_reduction", check_choice(self.sft_reduction, "sft_reduction", SFT_REDUCTIONS))
         check_int(self.lora_r, "lora_r", min_val=1)
-        check_float(self.lora_alpha, "lora_alpha", min_val=0.0, include_boundaries="right")
+        check_float(self.lora_alpha, "lora_alpha", **positive)
         check_float(self.lora_dropout, "lora_dropout", min_val=0.0, max_val=1.0, include_boundaries="left")
-        check_float(self.lr, "lr", min_val=0.0, include_boundaries="right")
+        check_float(self.lr, "lr", **positive)
         check_float(self.warmup_ratio, "warmup_ratio", min_val=0.0, max_val=1.0)
         check_float(self.weight_decay, "weight_decay", min_val=0.0)
         check_float(self.grad_clip, "grad_clip", min_val=0.0)
         check_int(self.batch_size, "batch_size", min_val=1)
-        check_float(self.epochs, "epochs", min_val=0.0, include_boundaries="right")
+        check_float(self.epochs, "epochs", **positive)
         check_int(self.max_length, "max_length", min_val=2)
-        check_int(self.max_prompt_length, "max_prompt_length", min_val=1)
+        check_int(self.max_prompt_length, "max_prompt_length", min_val=1, max_val=self.max_length - 1)
         check_seed(self.seed)
-        if self.target_modules is not None and (
-            isinstance(self.target_modules, str)
-            or not all(isinstance(m, str) and m for m in self.target_modules)
-            or not self.target_modules
-        ):
-            raise InputError(f"target_modules must be a tuple of module names, got {self.target_modules!r}")
-        if self.prompt_template is not None and (
-            not isinstance(self.prompt_template, str) or "{prompt}" not in self.prompt_template
-        ):
-            raise InputError(f"prompt_template must contain '{{prompt}}', got {self.prompt_template!r}")
+        if self.target_modules is not None:
+            object.__setattr__(self, "target_modules", tuple(check_texts(self.target_modules, "target_modules")))
+        check_prompt_template(self.prompt_template)
         return self
+
+
+def check_config(config, name: str = "config") -> C3POConfig:
+    """``config`` itself when it is a :class:`C3POConfig`, ``C3POConfig()`` for None; else a one-line InputError.
+
+    Parameters
+    ----------
+    config : C3POConfig or None
+    name : str, default "config"
+
+    Returns
+    -------
+    C3POConfig
+    """
+    if config is None:
+        return C3POConfig()
+    if not isinstance(config, C3POConfig):
+        raise InputError(f"{name} must be a C3POConfig or None, got {type(config).__name__}", "build C3POConfig(...)")
+    return config
+
+
+def check_prompt_template(template, name: str = "prompt_template") -> str | None:
+    """A prompt template: None (the tokenizer's own) or a str containing ``{prompt}``.
+
+    Parameters
+    ----------
+    template : str or None
+    name : str, default "prompt_template"
+
+    Returns
+    -------
+    str or None
+    """
+    if template is not None and (not isinstance(template, str) or "{prompt}" not in template):
+        raise InputError(f"{name} must be None or a str containing '{{prompt}}', got {template!r}")
+    return template
 
 
 def with_config(config: C3POConfig | None = None, **changes) -> C3POConfig:
@@ -133,9 +178,9 @@ def with_config(config: C3POConfig | None = None, **changes) -> C3POConfig:
     -------
     C3POConfig
     """
-    base = config or C3POConfig()
+    base = check_config(config)
     try:
-        return replace(base, **changes).validated()
+        return replace(base, **changes)
     except TypeError as e:
         raise InputError(f"with_config: {e}", "use the fields of C3POConfig") from None
 

@@ -8,11 +8,11 @@ from torch import Tensor
 
 from ..errors import InputError
 from ..nn.lm_models import vocab_size_of
-from .config import C3POConfig
+from .config import C3POConfig, check_config, check_prompt_template
 from .losses import IGNORE
 
 
-def check_model_and_tokenizer(model, tokenizer) -> None:
+def check_model_and_tokenizer(model, tokenizer, name: str = "model") -> None:
     """Refuse a model that is not a causal LM or a tokenizer whose ids exceed the model's vocabulary.
 
     Parameters
@@ -21,14 +21,16 @@ def check_model_and_tokenizer(model, tokenizer) -> None:
         A causal LM.
     tokenizer : transformers.PreTrainedTokenizerBase
         Its tokenizer.
+    name : str, default "model"
+        The model's argument name, for the messages.
     """
     if not isinstance(model, torch.nn.Module) or not hasattr(model, "get_output_embeddings"):
-        raise InputError(f"model must be a Hugging Face causal LM, got {type(model).__name__}")
+        raise InputError(f"{name} must be a Hugging Face causal LM, got {type(model).__name__}")
     if not callable(tokenizer) or not hasattr(tokenizer, "decode") or not hasattr(tokenizer, "__len__"):
         raise InputError(f"tokenizer must be a Hugging Face tokenizer, got {type(tokenizer).__name__}")
     if len(tokenizer) > vocab_size_of(model):
         raise InputError(
-            f"tokenizer has {len(tokenizer)} tokens but the model's vocabulary has {vocab_size_of(model)}",
+            f"tokenizer has {len(tokenizer)} tokens but {name}'s vocabulary has {vocab_size_of(model)}",
             "pass the tokenizer the model was trained with",
         )
     if tokenizer.eos_token_id is None:
@@ -54,7 +56,7 @@ def format_prompt(tokenizer, prompt: str, template: str | None = None) -> str:
     """
     if not isinstance(prompt, str) or not prompt.strip():
         raise InputError(f"prompt must be a non-empty str, got {prompt!r}")
-    if template is not None:
+    if check_prompt_template(template, "template") is not None:
         return template.replace("{prompt}", prompt)
     if getattr(tokenizer, "chat_template", None):
         return tokenizer.apply_chat_template(
@@ -84,7 +86,7 @@ def encode(tokenizer, prompt: str, response: str, config: C3POConfig | None = No
     (list of int, list of int)
         ``input_ids`` and ``labels`` (``-100`` on the prompt's tokens).
     """
-    cfg = config or C3POConfig()
+    cfg = check_config(config)
     if not isinstance(response, str):
         raise InputError(f"response must be a str, got {type(response).__name__}")
     p = tokenizer(format_prompt(tokenizer, prompt, cfg.prompt_template), add_special_tokens=False)["input_ids"]

@@ -14,7 +14,7 @@ import math
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from ..errors import InputError
 from ..validation import check_bool, check_choice, check_float, check_int, check_seed
@@ -24,6 +24,33 @@ COMPARISONS = ("gt", "ge", "lt", "le")
 PROMPTS_PER_CATEGORY = 32  # official: 32 prompts per category
 TOTAL_PROMPTS = 960  # official: 960 in-scope (and near-scope, and out-of-scope) prompts, K = ceil(960 / 32)
 TEST_FRACTION = 0.1  # official: train_test_split(test_size=0.1)
+
+
+def check_texts(value, name: str, *, allow_blank: bool = False) -> list[str]:
+    """A non-empty list (or tuple) of str; a lone str, which would be read character by character, is refused.
+
+    Parameters
+    ----------
+    value : sequence of str
+    name : str
+    allow_blank : bool, default False
+        Accept empty or whitespace-only entries.
+
+    Returns
+    -------
+    list of str
+    """
+    if isinstance(value, (str, bytes)):
+        raise InputError(f"{name} must be a list of str, not one str ({value[:30]!r})", f"pass [{name}]")
+    if not isinstance(value, (list, tuple)) or not value:
+        got = f"an empty {type(value).__name__}" if isinstance(value, (list, tuple)) else type(value).__name__
+        raise InputError(f"{name} must be a non-empty list of str, got {got}")
+    for i, v in enumerate(value):
+        if not isinstance(v, str):
+            raise InputError(f"{name}[{i}] must be a str, got {type(v).__name__}")
+        if not allow_blank and not v.strip():
+            raise InputError(f"{name}[{i}] must be a non-empty str, got {v!r}")
+    return list(value)
 
 
 @dataclass(frozen=True)
@@ -64,8 +91,8 @@ class Feedback:
             v = getattr(self, name)
             if not isinstance(v, str) or not v.strip():
                 raise InputError(f"Feedback {name} must be a non-empty str, got {v!r}", f"say the feedback's {name}")
-        check_choice(self.kind, "kind", KINDS)
-        check_choice(self.comparison, "comparison", COMPARISONS)
+        object.__setattr__(self, "kind", check_choice(self.kind, "kind", KINDS))
+        object.__setattr__(self, "comparison", check_choice(self.comparison, "comparison", COMPARISONS))
         if self.metric is not None and not callable(self.metric):
             raise InputError(f"Feedback metric must be callable, got {type(self.metric).__name__}")
         if self.rewrite is not None and not callable(self.rewrite):
@@ -91,8 +118,18 @@ class Feedback:
             raise InputError("feedback metric is None: qualitative feedback needs a judge", "pass a metric")
         if not isinstance(response, str) or not isinstance(baseline, str):
             raise InputError("response and baseline must be str")
-        a, b = float(self.metric(response)), float(self.metric(baseline))
+        a, b = self._score(response), self._score(baseline)
         return {"gt": a > b, "ge": a >= b, "lt": a < b, "le": a <= b}[self.comparison]
+
+    def _score(self, text: str) -> float:
+        value = self.metric(text)
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise InputError(f"Feedback metric must return a number, got {type(value).__name__}") from None
+        if math.isnan(value):
+            raise InputError("Feedback metric returned NaN", "make the metric return a number for every text")
+        return value
 
     def revise(self, response: str) -> str:
         """Apply the programmatic rewrite to a response (the offline revision ``y+``).
@@ -110,7 +147,10 @@ class Feedback:
             raise InputError("feedback rewrite is None", "pass rewrite=callable or give the pipeline a revise callable")
         if not isinstance(response, str):
             raise InputError(f"response must be a str, got {type(response).__name__}")
-        return self.rewrite(response)
+        out = self.rewrite(response)
+        if not isinstance(out, str):
+            raise InputError(f"Feedback rewrite must return a str, got {type(out).__name__}")
+        return out
 
 
 def word_pattern(word: str) -> "re.Pattern[str]":
@@ -155,8 +195,8 @@ def word_feedback(old: str, new: str, domain: str, *, content: str | None = None
     for name, w in (("old", old), ("new", new)):
         if not isinstance(w, str) or not w or any(c.isspace() for c in w):
             raise InputError(f"{name} must be one word without whitespace, got {w!r}")
-    if old == new:
-        raise InputError("old and new must differ", "give the word and its replacement")
+    if old.lower() == new.lower():
+        raise InputError(f"old and new must differ (ignoring case), got {old!r} and {new!r}")
     if not isinstance(domain, str) or not domain.strip():
         raise InputError(f"domain must be a non-empty str, got {domain!r}", "say where the feedback applies")
     effect = f"use {new} instead of {old}"
@@ -170,7 +210,8 @@ def word_feedback(old: str, new: str, domain: str, *, content: str | None = None
     def rewrite(text: str) -> str:
         return word_old.sub(lambda m: cap if m.group(0)[:1].isupper() else new, text)
 
-    return Feedback(content or f"{effect} in {domain}", domain, effect, metric=metric, rewrite=rewrite)
+    content = f"{effect} in {domain}" if content is None else content
+    return Feedback(content, domain, effect, metric=metric, rewrite=rewrite)
 
 
 @dataclass
@@ -199,6 +240,16 @@ class FeedbackData:
     near_scope: dict
     out_of_scope: dict
     dropped: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.feedback, Feedback):
+            raise InputError(f"feedback must be a Feedback, got {type(self.feedback).__name__}")
+        check_texts(self.categories, "categories")
+        for name in ("in_scope", "near_scope", "out_of_scope"):
+            sets = getattr(self, name)
+            if not isinstance(sets, dict) or not all(isinstance(sets.get(k), list) for k in ("train", "test")):
+                raise InputError(f"{name} must be a dict of 'train' and 'test' lists of rows, got {sets!r:.40}")
+        check_int(self.dropped, "dropped", min_val=0)
 
     def rows(self, split: str = "train") -> list[tuple]:
         """Return C3PO's training rows: each bundles one in-scope pair, one near-scope and one out-of-scope
@@ -303,27 +354,32 @@ def build_feedback_data(
     if filter_relevant and feedback.metric is None:
         raise InputError("filter_relevant needs a quantitative feedback (with a metric)", "set filter_relevant=False")
     seed = check_seed(seed)
+    n_out_of_scope = check_int(n_out_of_scope, "n_out_of_scope", min_val=1, allow_none=True)
     if revise is None and feedback.rewrite is None:
         raise InputError("revise is None and the feedback has no rewrite", "pass revise=callable")
     rng = random.Random(seed)
 
-    cats = [str(c) for c in categories(feedback)]
-    if not cats:
-        raise InputError("categories returned no category", "return at least one category")
+    cats = check_texts(categories(feedback), "categories(feedback)")
     in_prompts, near_prompts = [], []
     for c in cats:
         in_prompts += _call_prompts(in_scope, "in_scope", feedback, c, k, rng)
         near_prompts += _call_prompts(near_scope, "near_scope", feedback, c, k, rng)
-    n_out = len(in_prompts) if n_out_of_scope is None else check_int(n_out_of_scope, "n_out_of_scope", min_val=1)
+    n_out = len(in_prompts) if n_out_of_scope is None else n_out_of_scope
     out_prompts = _call_prompts(out_of_scope, "out_of_scope", n_out, rng)
     for name, ps in (("in_scope", in_prompts), ("near_scope", near_prompts), ("out_of_scope", out_prompts)):
         if not ps:
             raise InputError(f"{name} produced an empty prompt set", f"make {name} return prompts")
 
     def answers(prompts: list[str]) -> list:
-        out = list(respond(prompts))
+        out = respond(prompts)
+        if isinstance(out, (str, bytes)) or not isinstance(out, Iterable):
+            raise InputError(f"respond must return a list of answers, got {type(out).__name__}")
+        out = list(out)
         if len(out) != len(prompts):
             raise InputError(f"respond returned {len(out)} answers for {len(prompts)} prompts")
+        for y in out:
+            if y is not None and not isinstance(y, str):
+                raise InputError(f"respond must return str or None answers, got {type(y).__name__}")
         return out
 
     dropped = 0
@@ -333,6 +389,8 @@ def build_feedback_data(
         y1 = None
         if isinstance(y0, str) and y0.strip():
             y1 = revise(feedback, p, y0) if revise is not None else feedback.revise(y0)
+            if y1 is not None and not isinstance(y1, str):
+                raise InputError(f"revise must return a str or None, got {type(y1).__name__}")
         if not (isinstance(y1, str) and y1.strip()):
             dropped += 1
             continue

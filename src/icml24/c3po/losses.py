@@ -66,6 +66,16 @@ def completion_only_labels(input_ids: Sequence[int], response_template_ids: Sequ
     return [IGNORE] * end + ids[end:]
 
 
+def _logits_and_labels(logits, labels) -> tuple[Tensor, Tensor]:
+    """Checked ``(B, T, V)`` logits and ``(B, T)`` labels: token ids below ``V``, or ``-100``."""
+    logits = check_tensor(logits, "logits", ndim=3)
+    labels = check_tensor(labels, "labels", shape=tuple(logits.shape[:2]), dtype="integer")
+    ok = (labels == IGNORE) | ((labels >= 0) & (labels < logits.size(-1)))
+    if not bool(ok.all()):
+        raise InputError(f"labels must be token ids in [0, {logits.size(-1)}) or {IGNORE}, got {int(labels[~ok][0])}")
+    return logits, labels
+
+
 def anchor_loss(
     logits: Tensor,
     labels: Tensor,
@@ -106,10 +116,9 @@ def anchor_loss(
     torch.Tensor
         Scalar loss.
     """
-    logits = check_tensor(logits, "logits", ndim=3, allow_empty=False)
-    labels = check_tensor(labels, "labels", ndim=2, dtype="integer")
-    if labels.shape != logits.shape[:2]:
-        raise InputError(f"labels has shape {tuple(labels.shape)}, expected {tuple(logits.shape[:2])}")
+    logits, labels = _logits_and_labels(logits, labels)
+    if teacher_logits is not None:
+        teacher_logits = check_tensor(teacher_logits, "teacher_logits", shape=tuple(logits.shape))
     kd_lambda = check_float(kd_lambda, "kd_lambda", min_val=0.0, max_val=1.0)
     kd_temperature = check_float(kd_temperature, "kd_temperature", min_val=0.0, include_boundaries="right")
     reduction = check_choice(reduction, "reduction", SFT_REDUCTIONS)
@@ -126,9 +135,6 @@ def anchor_loss(
         return nll
     if teacher_logits is None:
         raise InputError("teacher_logits is None but kd_lambda > 0", "pass the reference logits or kd_lambda=0")
-    teacher_logits = check_tensor(teacher_logits, "teacher_logits", ndim=3)
-    if teacher_logits.shape != logits.shape:
-        raise InputError(f"teacher_logits has shape {tuple(teacher_logits.shape)}, expected {tuple(logits.shape)}")
     t = kd_temperature
     s_lp = torch.log_softmax(logits.float() / t, -1)
     t_lp = torch.log_softmax(teacher_logits.float() / t, -1)
@@ -196,10 +202,7 @@ def completion_logprobs(logits: Tensor, labels: Tensor) -> Tensor:
     torch.Tensor
         ``(B,)``.
     """
-    logits = check_tensor(logits, "logits", ndim=3)
-    labels = check_tensor(labels, "labels", ndim=2, dtype="integer")
-    if labels.shape != logits.shape[:2]:
-        raise InputError(f"labels has shape {tuple(labels.shape)}, expected {tuple(logits.shape[:2])}")
+    logits, labels = _logits_and_labels(logits, labels)
     return token_logprobs(logits, labels, ignore_index=IGNORE, reduction="sum")
 
 
