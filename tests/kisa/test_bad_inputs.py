@@ -1,6 +1,8 @@
 """Every public callable of icml24.kisa refuses bad input with a one-line InputError naming the argument, and
 leaves the objects passed in (modules, tensors, arrays) unchanged."""
 
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -58,12 +60,16 @@ LAB = [np.array([0, 0, 1, 1, 2, 2])]
 KEYS = [[1, 3, 5]]
 W = torch.randn(5, 8, dtype=torch.float64, generator=G)
 CFG = KisaConfig(d_model=8, nhead=2, dim_feedforward=16, steps=1, batch_size=1)
+H5 = "/tmp/__kisa_bad_input__.h5"  # never written: every call below is refused first
 
 
 def fit(**kw):
     args = dict(frames=[X], labels=LAB, keyframes=KEYS, skill_embeddings=SK, config=CFG)
     args.update(kw)
     return fit_kisa(args.pop("frames"), args.pop("labels"), args.pop("keyframes"), args.pop("skill_embeddings"), **args)
+
+
+MODEL = fit()  # a trained KisaModel (one step)
 
 
 CASES = [
@@ -75,6 +81,9 @@ CASES = [
     bad("TemporalModule", "temporal", lambda: TemporalModule(4, 8, d_model=8, nhead=2, temporal="no"), kind="type"),
     bad("TemporalModule.forward", "frames", lambda: MOD(torch.randn(1, 5, 3)), MOD, kind="dim"),
     bad("TemporalModule.forward", "padding_mask", lambda: MOD(torch.randn(1, 5, 4), torch.zeros(1, 4).bool()), MOD),
+    bad("TemporalModule.forward", "frames", lambda: MOD(torch.full((1, 5, 4), NAN)), MOD, kind="nan"),
+    bad("TemporalModule.forward", "frames", lambda: MOD(torch.zeros(1, 0, 4)), MOD, kind="empty"),
+    bad("TemporalModule.forward", "frames", lambda: MOD(None), MOD, kind="none"),
     # ------------------------------------------------------------------------------------------- fit_kisa
     bad("fit_kisa", "labels", lambda: fit(labels=[np.array([0, 0, 1])]), X, MOD, kind="length"),
     bad("fit_kisa", "labels", lambda: fit(labels=[np.array([0, 0, 1, 1, 2, 5])]), X, kind="outside"),
@@ -83,17 +92,32 @@ CASES = [
     bad("fit_kisa", "frames", lambda: fit(frames=[X, X2], labels=LAB * 2, keyframes=KEYS * 2), X, kind="mixed"),
     bad("fit_kisa", "keyframes", lambda: fit(keyframes=[[1, 3]]), X, kind="end"),
     bad("fit_kisa", "config", lambda: fit(config={"steps": 1}), X, kind="type"),
-    bad("KisaConfig.validated", "alpha", lambda: KisaConfig(alpha=-0.1).validated(), kind="range"),
-    bad("KisaConfig.validated", "negatives", lambda: KisaConfig(negatives="hard").validated(), kind="name"),
-    bad("KisaConfig.replace", "lr", lambda: CFG.replace(lr=0.0), kind="range"),
-    bad("KisaConfig.validated", "steps", lambda: KisaConfig(steps=-1).validated(), kind="range"),
-    bad("KisaConfig.validated", "tau", lambda: KisaConfig(tau=NAN).validated(), kind="nan"),
+    bad("fit_kisa", "pad", lambda: fit(pad=1), X, kind="type"),
+    bad("fit_kisa", "frames", lambda: fit(frames=None), kind="none"),
+    # KisaConfig checks every field when it is made, not when it is first used
+    bad("KisaConfig", "alpha", lambda: KisaConfig(alpha=-0.1), kind="range"),
+    bad("KisaConfig", "negatives", lambda: KisaConfig(negatives="hard"), kind="name"),
+    bad("KisaConfig.replace", "lr", lambda: CFG.replace(lr=0.0), CFG, kind="range"),
+    bad("KisaConfig.replace", "foo", lambda: CFG.replace(foo=1), CFG, kind="unknown-field"),
+    bad("KisaConfig", "steps", lambda: KisaConfig(steps=-1), kind="range"),
+    bad("KisaConfig", "tau", lambda: KisaConfig(tau=NAN), kind="nan"),
+    bad("KisaConfig", "nhead", lambda: KisaConfig(nhead=0), kind="zero"),
+    bad("KisaConfig", "causal", lambda: KisaConfig(causal="future"), kind="name"),
+    bad("KisaConfig", "d_model", lambda: KisaConfig(d_model=8, nhead=3), kind="heads"),
+    bad("KisaConfig", "temporal", lambda: KisaConfig(temporal="no"), kind="type"),
+    bad("KisaConfig", "seed", lambda: KisaConfig(seed=None), kind="none"),
+    bad("KisaConfig", "lr", lambda: KisaConfig(lr=float("inf")), kind="inf"),
+    # ------------------------------------------------------------------------------------------ KisaModel
+    bad("KisaModel.scores", "pad", lambda: MODEL.scores([X], pad=1), MODEL, kind="type"),
+    bad("KisaModel.scores", "frames", lambda: MODEL.scores([torch.randn(3, 5)]), MODEL, kind="dim"),
+    bad("KisaModel.scores", "frames", lambda: MODEL.scores(None), MODEL, kind="none"),
     # ----------------------------------------------------------------------------------------- score_matrix
     bad("score_matrix", "video_features", lambda: score_matrix(U_NAN, S), U_NAN, kind="nan"),
     bad("score_matrix", "skill_embeddings", lambda: score_matrix(U, S_EMPTY), kind="empty"),
     bad("score_matrix", "video_features", lambda: score_matrix(torch.randn(2, 5, 7), S), kind="dim"),
     bad("score_matrix", "video_features", lambda: score_matrix(U.numpy(), S), kind="type"),
     bad("score_matrix", "video_features", lambda: score_matrix(torch.randn(8), S), kind="ndim"),
+    bad("score_matrix", "skill_embeddings", lambda: score_matrix(U, None), kind="none"),
     # ------------------------------------------------------------------------------------ contrastive_loss
     bad("contrastive_loss", "labels", lambda: contrastive_loss(U, S, Y_OUT), Y_OUT, kind="outside"),
     bad("contrastive_loss", "labels", lambda: contrastive_loss(U, S, Y[:, :4]), kind="length"),
@@ -113,12 +137,18 @@ CASES = [
     bad("kisa_loss", "negatives", lambda: kisa_loss(U, S, Y, TGT, negatives="hard"), kind="name"),
     bad("kisa_loss", "target", lambda: kisa_loss(U, S, Y, TGT[:, :3]), kind="shape"),
     bad("kisa_loss", "labels", lambda: kisa_loss(U, S, Y_OUT, TGT), kind="outside"),
+    bad("kisa_loss", "generator", lambda: kisa_loss(U, S, Y, TGT, generator=3), kind="type-simple"),
+    bad("kisa_loss", "tau", lambda: kisa_loss(U, S, Y, TGT, tau=0.0), kind="range"),
+    bad("kisa_loss", "target", lambda: kisa_loss(U, S, Y, None, alpha=0.0), kind="none-alpha0"),
+    bad("kisa_loss", "target", lambda: kisa_loss(U, S, Y, torch.full((2, 5), NAN)), kind="nan"),
     # ------------------------------------------------------------------------------------ monotonic_target
     bad("monotonic_target", "keyframes", lambda: monotonic_target(X, [1, 3]), X, kind="end"),
     bad("monotonic_target", "keyframes", lambda: monotonic_target(X, [3, 1, 5]), kind="order"),
     bad("monotonic_target", "keyframes", lambda: monotonic_target(X, []), kind="empty"),
     bad("monotonic_target", "frame_embeddings", lambda: monotonic_target(X[0], [0]), kind="ndim"),
     bad("monotonic_target", "eps", lambda: monotonic_target(X, [5], eps=-1.0), kind="range"),
+    bad("monotonic_target", "released_split", lambda: monotonic_target(X, [5], released_split=1), kind="type"),
+    bad("monotonic_target", "keyframes", lambda: monotonic_target(X, None), kind="none"),
     # ------------------------------------------------------------------------------------ decode_keyframes
     bad("decode_keyframes", "scores", lambda: decode_keyframes(SC[0]), kind="ndim"),
     bad("decode_keyframes", "goal", lambda: decode_keyframes(SC, goal=6), kind="range"),
@@ -137,16 +167,23 @@ CASES = [
     bad("keyframe_f1", "predicted", lambda: keyframe_f1([1.5], [1]), kind="dtype"),
     bad("keyframe_f1", "predicted", lambda: keyframe_f1([[1]], [1]), kind="ndim"),
     bad("keyframe_f1", "true", lambda: keyframe_f1([1], "3"), kind="type"),
+    bad("keyframe_f1", "predicted", lambda: keyframe_f1([-3], [1]), kind="negative"),
+    bad("keyframe_f1", "predicted", lambda: keyframe_f1([5, 1], [1, 5]), kind="order"),
+    bad("keyframe_f1", "true", lambda: keyframe_f1([1], [1, 1]), kind="dupes"),
     bad("keyframe_mae", "length", lambda: keyframe_mae([1], [1], 0), kind="range"),
     bad("keyframe_mae", "true", lambda: keyframe_mae([1], [], 5), kind="empty"),
     bad("keyframe_mae", "predicted", lambda: keyframe_mae([0.5], [1], 5), kind="dtype"),
     bad("keyframe_mae", "length", lambda: keyframe_mae([1], [1], 2.5), kind="type"),
     bad("keyframe_mae", "predicted", lambda: keyframe_mae([[1]], [1], 5), kind="ndim"),
+    bad("keyframe_mae", "predicted", lambda: keyframe_mae([50], [1], 5), kind="beyond-length"),
+    bad("keyframe_mae", "true", lambda: keyframe_mae([1], [50], 5), kind="beyond-length"),
+    bad("keyframe_mae", "predicted", lambda: keyframe_mae([4, 1], [1, 4], 5), kind="order"),
     bad("false_alarm_rate", "length", lambda: false_alarm_rate([1], [1, 2], 2), kind="range"),
     bad("false_alarm_rate", "tolerance", lambda: false_alarm_rate([1], [1], 5, tolerance=-2), kind="range"),
     bad("false_alarm_rate", "true", lambda: false_alarm_rate([1], [], 5), kind="empty"),
     bad("false_alarm_rate", "predicted", lambda: false_alarm_rate([1.2], [1], 5), kind="dtype"),
     bad("false_alarm_rate", "length", lambda: false_alarm_rate([1], [1], None), kind="none"),
+    bad("false_alarm_rate", "predicted", lambda: false_alarm_rate([50], [1], 5), kind="beyond-length"),
     bad("number_error", "true", lambda: number_error([1], []), kind="empty"),
     bad("number_error", "predicted", lambda: number_error([0.5], [1]), kind="dtype"),
     bad("number_error", "predicted", lambda: number_error([[1]], [1]), kind="ndim"),
@@ -157,11 +194,14 @@ CASES = [
     bad("skill_iou", "predicted_labels", lambda: skill_iou([0.5], [0]), kind="dtype"),
     bad("skill_iou", "true_labels", lambda: skill_iou([0], [[0]]), kind="ndim"),
     bad("skill_iou", "true_labels", lambda: skill_iou([0], []), kind="empty"),
+    bad("skill_iou", "predicted_labels", lambda: skill_iou([-1], [0]), kind="negative"),
     bad("topk_accuracy", "k", lambda: topk_accuracy(SC, [0] * 6, k=4), kind="range"),
     bad("topk_accuracy", "true_labels", lambda: topk_accuracy(SC, [0] * 5), kind="length"),
     bad("topk_accuracy", "scores", lambda: topk_accuracy(SC[0], [0]), kind="ndim"),
     bad("topk_accuracy", "k", lambda: topk_accuracy(SC, [0] * 6, k=0), kind="zero"),
     bad("topk_accuracy", "scores", lambda: topk_accuracy(np.full((6, 3), NAN), [0] * 6), kind="nan"),
+    bad("topk_accuracy", "true_labels", lambda: topk_accuracy(SC, [3] * 6), kind="outside"),
+    bad("topk_accuracy", "true_labels", lambda: topk_accuracy(SC, [-1] * 6), kind="negative"),
     # ------------------------------------------------------------------------------------------ encoders
     bad("FrozenImageEncoder", "fit_frames", lambda: FrozenImageEncoder(FR.astype(float)), FR, kind="dtype"),
     bad("FrozenImageEncoder", "fit_frames", lambda: FrozenImageEncoder(FR[..., :2]), kind="shape"),
@@ -169,33 +209,61 @@ CASES = [
     bad("FrozenImageEncoder", "seed", lambda: FrozenImageEncoder(FR, seed=-1), kind="range"),
     bad("FrozenImageEncoder", "fit_frames", lambda: FrozenImageEncoder([1, 2]), kind="type"),
     bad("FrozenImageEncoder.encode", "frames", lambda: ENC.encode(np.zeros((0, 24, 24, 3), np.uint8)), kind="empty"),
+    bad("FrozenImageEncoder", "fit_frames", lambda: FrozenImageEncoder(FR[:1]), FR, kind="one-frame"),
+    bad("FrozenImageEncoder", "fit_frames", lambda: FrozenImageEncoder(np.zeros((2, 1, 1, 3), np.uint8)), kind="tiny"),
+    bad("FrozenImageEncoder.encode", "frames", lambda: ENC.encode(np.zeros((2, 1, 1, 3), np.uint8)), ENC, kind="tiny"),
+    bad("FrozenImageEncoder.encode", "frames", lambda: ENC.encode(np.zeros((2, 16, 16, 3), np.uint8)), kind="size"),
     bad("HashedTextEncoder", "dim", lambda: HashedTextEncoder(0), kind="range"),
     bad("HashedTextEncoder", "dim", lambda: HashedTextEncoder(2.5), kind="type"),
     bad("HashedTextEncoder", "dim", lambda: HashedTextEncoder(None), kind="none"),
     bad("HashedTextEncoder", "dim", lambda: HashedTextEncoder(-3), kind="negative"),
     bad("HashedTextEncoder", "dim", lambda: HashedTextEncoder("8"), kind="str"),
+    bad("HashedTextEncoder.encode", "sentences", lambda: HashedTextEncoder().encode("open the drawer"), kind="str"),
+    bad("HashedTextEncoder.encode", "sentences", lambda: HashedTextEncoder().encode(None), kind="none"),
+    bad("HashedTextEncoder.encode", "sentences", lambda: HashedTextEncoder().encode([1, 2]), kind="type"),
+    bad("HashedTextEncoder.encode", "sentences", lambda: HashedTextEncoder().encode(s for s in "ab"), kind="iterator"),
     bad("encode_skills", "skills", lambda: encode_skills([], HashedTextEncoder()), kind="empty"),
     bad("encode_skills", "skills", lambda: encode_skills("open the drawer", HashedTextEncoder()), kind="str"),
     bad("encode_skills", "skills", lambda: encode_skills(["a", "a"], HashedTextEncoder()), kind="dupes"),
     bad("encode_skills", "skills", lambda: encode_skills(["a", ""], HashedTextEncoder()), kind="blank"),
     bad("encode_skills", "encoder", lambda: encode_skills(["a", "b"], 3), kind="type"),
+    bad("encode_skills", "skills", lambda: encode_skills([1, 2], HashedTextEncoder()), kind="entries"),
+    bad("encode_skills", "encoder", lambda: encode_skills(["a", "b"], lambda s: np.ones((3, 4))), kind="shape"),
+    bad("encode_skills", "encoder", lambda: encode_skills(["a", "b"], lambda s: np.full((2, 4), NAN)), kind="nan"),
+    bad("encode_skills", "encoder", lambda: encode_skills(["a", "b"], lambda s: [[1, 2], [3]]), kind="ragged"),
+    bad("encode_skills", "encoder", lambda: encode_skills(["a", "b"], lambda s: np.array(["x", "y"])), kind="dtype"),
     # ------------------------------------------------------------------------------------------------ io
     bad("read_demos_hdf5", "path", lambda: read_demos_hdf5("/nonexistent/demos.h5"), kind="missing"),
     bad("read_demos_hdf5", "path", lambda: read_demos_hdf5("/"), kind="folder"),
     bad("read_demos_hdf5", "path", lambda: read_demos_hdf5(""), kind="empty"),
     bad("read_demos_hdf5", "path", lambda: read_demos_hdf5("/nonexistent"), kind="nofile"),
     bad("read_demos_hdf5", "path", lambda: read_demos_hdf5("/tmp/__no_such_kisa_file__.h5"), kind="absent"),
+    bad("read_demos_hdf5", "path", lambda: read_demos_hdf5(None), kind="none"),
+    bad("read_demos_hdf5", "path", lambda: read_demos_hdf5(3), kind="type"),
     bad("write_demos_hdf5", "frames", lambda: write_demos_hdf5("/tmp/x.h5", [], [], []), kind="empty"),
     bad("write_demos_hdf5", "frames", lambda: write_demos_hdf5("/tmp/x.h5", [FR.astype(float)], [[0] * 3], [[2]])),
     bad("write_demos_hdf5", "labels", lambda: write_demos_hdf5("/tmp/x.h5", [FR], [[0, 0]], [[2]]), kind="length"),
     bad("write_demos_hdf5", "keyframes", lambda: write_demos_hdf5("/tmp/x.h5", [FR], [[0] * 3], [[7]]), kind="range"),
     bad("write_demos_hdf5", "captions", lambda: write_demos_hdf5("/tmp/x.h5", [FR], [[0] * 3], [[2]], [["a"]])),
+    bad("write_demos_hdf5", "captions", lambda: write_demos_hdf5(H5, [FR], [[0] * 3], [[2]], ["abc"]), kind="str"),
+    bad("write_demos_hdf5", "captions", lambda: write_demos_hdf5(H5, [FR], [[0] * 3], [[2]], [[1, 2, 3]]), kind="type"),
+    bad("write_demos_hdf5", "captions", lambda: write_demos_hdf5(H5, [FR], [[0] * 3], [[2]], [None]), kind="none"),
+    bad("write_demos_hdf5", "path", lambda: write_demos_hdf5(None, [FR], [[0] * 3], [[2]]), kind="none"),
+    bad("write_demos_hdf5", "path", lambda: write_demos_hdf5("/tmp", [FR], [[0] * 3], [[2]]), kind="folder"),
+    bad("write_demos_hdf5", "path", lambda: write_demos_hdf5("/no/x.h5", [FR], [[0] * 3], [[2]]), kind="nodir"),
+    bad("write_demos_hdf5", "labels", lambda: write_demos_hdf5(H5, [FR], None, [[2]]), kind="none"),
+    bad("write_demos_hdf5", "keyframes", lambda: write_demos_hdf5(H5, [FR], [[0] * 3], None), kind="none"),
+    bad("write_demos_hdf5", "labels", lambda: write_demos_hdf5(H5, [FR], [[-1] * 3], [[2]]), kind="negative"),
+    bad("write_demos_hdf5", "keyframes", lambda: write_demos_hdf5(H5, [FR], [[0] * 3], [[2, 1]]), kind="order"),
+    bad("write_demos_hdf5", "gtscores", lambda: write_demos_hdf5(H5, [FR], [[0] * 3], [[2]], None, [["a"] * 3])),
+    bad("write_demos_hdf5", "frames", lambda: write_demos_hdf5(H5, "abc", [[0] * 3], [[2]]), kind="str"),
     # ----------------------------------------------------------------------------------------- baselines
     bad("fit_framewise", "ridge", lambda: fit_framewise([X], LAB, SK, ridge=0.0), kind="range"),
     bad("fit_framewise", "labels", lambda: fit_framewise([X], [np.array([0, 5, 0, 0, 0, 0])], SK), kind="outside"),
     bad("fit_framewise", "skill_embeddings", lambda: fit_framewise([X], LAB, torch.zeros(0, 8)), kind="empty"),
     bad("fit_framewise", "frames", lambda: fit_framewise([X, X2], LAB * 2, SK), kind="mixed"),
     bad("fit_framewise", "labels", lambda: fit_framewise([X], [np.array([0, 1])], SK), kind="length"),
+    bad("fit_framewise", "pad", lambda: fit_framewise([X], LAB, SK, pad=1), X, kind="type"),
     bad("framewise_scores", "mapping", lambda: framewise_scores(X, SK, W[:3]), W, kind="shape"),
     bad("framewise_scores", "frames", lambda: framewise_scores(X.numpy(), SK, W), kind="type"),
     bad("framewise_scores", "frames", lambda: framewise_scores(torch.full((3, 4), NAN), SK, W), kind="nan"),
@@ -222,6 +290,10 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_refuses(case):
     assert_refuses(case)
+
+
+def test_refusals_write_nothing():
+    assert not os.path.exists(H5) and not os.path.exists(H5 + ".tmp") and not os.path.exists("/tmp.tmp")
 
 
 def test_every_public_callable_is_covered():

@@ -1,6 +1,7 @@
 """Unit and property tests of icml24.kisa: metrics on hand-worked sequences, decoding, the monotonic target,
 the losses against from-scratch formulas, the temporal module's masks, the world, the HDF5 round trip."""
 
+import gc
 import math
 
 import numpy as np
@@ -22,6 +23,7 @@ from icml24.kisa import (
     history_contrastive_loss,
     keyframe_f1,
     keyframe_mae,
+    kisa_loss,
     monotonic_target,
     number_error,
     read_demos_hdf5,
@@ -269,3 +271,82 @@ def test_hdf5_round_trip(tmp_path):
         assert back["key_frame"][i].tolist() == d.keyframes.tolist()
         assert back["caption"][i] == d.captions
         assert np.allclose(back["gtscore"][i], gts[i])
+
+
+# ------------------------------------------------------------------------------------ edge answers (issue 47)
+def _batch(seed=3):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(2, 5, 8, generator=g), torch.randn(3, 8, generator=g), torch.randint(0, 3, (2, 5), generator=g)
+
+
+def test_every_loss_gives_zero_on_an_all_padded_batch():
+    u, s, y = _batch()
+    u.requires_grad_(True)
+    mask = torch.ones(2, 5, dtype=torch.bool)
+    target = torch.rand(2, 5)
+    losses = [
+        contrastive_loss(u, s, y, mask),
+        history_contrastive_loss(u, s, y, mask),
+        kisa_loss(u, s, y, target, mask),
+        kisa_loss(u, s, y, target, mask, negatives="history"),
+    ]
+    assert [float(v) for v in losses] == [0.0] * 4
+    losses[2].backward()
+    assert torch.equal(u.grad, torch.zeros_like(u))
+
+
+def test_a_fully_padded_video_is_left_out_of_the_mean():
+    u, s, y = _batch()
+    mask = torch.tensor([[False] * 5, [True] * 5])
+    target = torch.rand(2, 5)
+    for loss in (contrastive_loss, history_contrastive_loss):
+        assert float(loss(u, s, y, mask)) == pytest.approx(float(loss(u[:1], s, y[:1])), rel=1e-6)
+    assert float(kisa_loss(u, s, y, target, mask)) == pytest.approx(float(kisa_loss(u[:1], s, y[:1], target[:1])))
+
+
+def test_double_inputs_give_the_float_answer():
+    u, s, y = _batch()
+    assert float(contrastive_loss(u.double(), s.double(), y)) == pytest.approx(float(contrastive_loss(u, s, y)))
+    m = TemporalModule(8, 5, d_model=8, nhead=2, dim_feedforward=16).eval()
+    with torch.no_grad():
+        assert torch.allclose(m(u.double()), m(u), atol=1e-6)
+
+
+def test_kisa_config_checks_and_normalises_at_construction():
+    cfg = KisaConfig(negatives="History", causal="STRICT", alpha=1, seed=np.int64(3))
+    assert (cfg.negatives, cfg.causal, cfg.alpha, cfg.seed) == ("history", "strict", 1.0, 3)
+    assert type(cfg.alpha) is float and type(cfg.seed) is int
+    assert cfg.validated() is cfg and cfg.replace(steps=5).negatives == "history"
+
+
+def test_skill_cache_never_serves_another_encoder():
+    # fresh lambdas are freed at once, so their ids are reused: each must still get its own embeddings
+    for d in range(1, 12):
+        out = encode_skills(["open", "close"], lambda skills, d=d: np.full((2, d), float(d)))
+        assert out.shape == (2, d) and float(out[0, 0]) == d
+    # a stale entry under a live encoder's id (as after id reuse) is not served
+    from icml24.kisa import encoders
+
+    enc = HashedTextEncoder(4)
+    encoders._SKILL_CACHE[(id(enc), ("open", "close"))] = (lambda: None, torch.zeros(2, 4))
+    assert torch.allclose(encode_skills(["open", "close"], enc).norm(dim=1), torch.ones(2))
+    # an entry leaves the cache with its encoder
+    key = (id(enc), ("open", "close"))
+    del enc
+    gc.collect()
+    assert key not in encoders._SKILL_CACHE
+
+
+def test_text_arguments_take_lists_or_tuples_of_strings():
+    enc = HashedTextEncoder(8)
+    assert np.array_equal(enc.encode(("open the drawer",)), enc.encode(["open the drawer"]))
+    assert enc.encode(["open the drawer"]).shape == (1, 8)  # a single text is wrapped in a list, never split
+    assert enc.encode([]).shape == (0, 8)
+
+
+def test_frozen_image_encoder_on_two_fit_frames_is_finite():
+    from icml24.kisa import FrozenImageEncoder
+
+    frames = make_demos(1, 0)[0].frames
+    emb = FrozenImageEncoder(frames[:2], dim=8).encode(frames[:1])
+    assert emb.shape == (1, 8) and bool(torch.isfinite(emb).all())

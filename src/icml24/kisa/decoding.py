@@ -20,14 +20,27 @@ from ..errors import InputError
 from ..validation import check_array, check_int
 
 
-def _indices(value, name: str, *, allow_empty: bool = True) -> np.ndarray:
+def _indices(value, name: str, *, allow_empty: bool = True, below: int | None = None) -> np.ndarray:
+    """Non-negative int64 indices (1-D), each below ``below`` when given."""
     if isinstance(value, torch.Tensor):
         value = value.detach().cpu().numpy()
     if isinstance(value, (list, tuple)) and len(value) == 0 or (isinstance(value, np.ndarray) and value.size == 0):
         if not allow_empty:
             raise InputError(f"{name} is empty", "give at least one frame index")
         return np.zeros(0, np.int64)
-    return check_array(value, name, ndim=1, dtype="integer").astype(np.int64)
+    out = check_array(value, name, ndim=1, dtype="integer").astype(np.int64)
+    if out.min() < 0 or (below is not None and out.max() >= below):
+        top = "" if below is None else f" and below {below}"
+        raise InputError(f"{name} must hold indices from 0{top}, got {out.min()} to {out.max()}")
+    return out
+
+
+def _keyframes(value, name: str, *, allow_empty: bool = True, length: int | None = None) -> np.ndarray:
+    """Strictly increasing keyframe indices, inside the video when its ``length`` is given."""
+    out = _indices(value, name, allow_empty=allow_empty, below=length)
+    if (np.diff(out) <= 0).any():
+        raise InputError(f"{name} must be strictly increasing frame indices, got {out.tolist()[:8]}")
+    return out
 
 
 def _scores(scores, name: str = "scores") -> np.ndarray:
@@ -174,9 +187,9 @@ def keyframe_f1(predicted, true, tolerance: int = 2) -> tuple[float, float, floa
     Parameters
     ----------
     predicted : array-like
-        Predicted keyframe indices.
+        Predicted keyframe indices (strictly increasing, non-negative).
     true : array-like
-        True keyframe indices (non-empty).
+        True keyframe indices (non-empty, strictly increasing, non-negative).
     tolerance : int, default 2
         Frames of slack (official ``adjacent=2``).
 
@@ -185,8 +198,8 @@ def keyframe_f1(predicted, true, tolerance: int = 2) -> tuple[float, float, floa
     (float, float, float)
         F1, precision, recall.
     """
-    p = _indices(predicted, "predicted")
-    g = _indices(true, "true", allow_empty=False)
+    p = _keyframes(predicted, "predicted")
+    g = _keyframes(true, "true", allow_empty=False)
     tol = check_int(tolerance, "tolerance", min_val=0)
     tp = int(_hits(p, g, tol).sum())
     fp = p.size - tp
@@ -206,9 +219,9 @@ def keyframe_mae(predicted, true, length: int) -> float:
     Parameters
     ----------
     predicted : array-like
-        Predicted keyframe indices.
+        Predicted keyframe indices (strictly increasing, in ``[0, T)``).
     true : array-like
-        True keyframe indices (non-empty).
+        True keyframe indices (non-empty, strictly increasing, in ``[0, T)``).
     length : int
         Video length T.
 
@@ -217,9 +230,9 @@ def keyframe_mae(predicted, true, length: int) -> float:
     float
         MAE in frames.
     """
-    p = _indices(predicted, "predicted")
-    g = _indices(true, "true", allow_empty=False)
     length = check_int(length, "length", min_val=1)
+    p = _keyframes(predicted, "predicted", length=length)
+    g = _keyframes(true, "true", allow_empty=False, length=length)
     if p.size == 0:
         return float(length)
     if p.size == g.size:
@@ -233,9 +246,9 @@ def false_alarm_rate(predicted, true, length: int, tolerance: int = 2) -> float:
     Parameters
     ----------
     predicted : array-like
-        Predicted keyframe indices.
+        Predicted keyframe indices (strictly increasing, in ``[0, T)``).
     true : array-like
-        True keyframe indices (non-empty).
+        True keyframe indices (non-empty, strictly increasing, in ``[0, T)``).
     length : int
         Video length T (greater than the number of true keyframes).
     tolerance : int, default 2
@@ -246,9 +259,10 @@ def false_alarm_rate(predicted, true, length: int, tolerance: int = 2) -> float:
     float
         The false-alarm rate.
     """
-    p = _indices(predicted, "predicted")
-    g = _indices(true, "true", allow_empty=False)
+    g = _keyframes(true, "true", allow_empty=False)
     length = check_int(length, "length", min_val=g.size + 1)
+    g = _keyframes(g, "true", length=length)
+    p = _keyframes(predicted, "predicted", length=length)
     tol = check_int(tolerance, "tolerance", min_val=0)
     fp = p.size - int(_hits(p, g, tol).sum())
     fn = int((~_hits(g, p, tol)).sum())
@@ -261,17 +275,17 @@ def number_error(predicted, true) -> float:
     Parameters
     ----------
     predicted : array-like
-        Predicted keyframe indices.
+        Predicted keyframe indices (strictly increasing, non-negative).
     true : array-like
-        True keyframe indices (non-empty).
+        True keyframe indices (non-empty, strictly increasing, non-negative).
 
     Returns
     -------
     float
         The relative count error.
     """
-    p = _indices(predicted, "predicted")
-    g = _indices(true, "true", allow_empty=False)
+    p = _keyframes(predicted, "predicted")
+    g = _keyframes(true, "true", allow_empty=False)
     return float(abs(p.size - g.size) / g.size)
 
 
@@ -281,9 +295,9 @@ def skill_iou(predicted_labels, true_labels) -> float:
     Parameters
     ----------
     predicted_labels : array-like
-        ``(T,)`` predicted skills.
+        ``(T,)`` predicted skills (non-negative indices).
     true_labels : array-like
-        ``(T,)`` true skills.
+        ``(T,)`` true skills (non-negative indices).
 
     Returns
     -------
@@ -310,7 +324,7 @@ def topk_accuracy(scores, true_labels, k: int = 1) -> float:
     scores : array-like or torch.Tensor
         ``(T, K)`` score matrix.
     true_labels : array-like
-        ``(T,)`` true skills.
+        ``(T,)`` true skills, indices in ``[0, K)``.
     k : int, default 1
         How many top skills count.
 
@@ -320,7 +334,7 @@ def topk_accuracy(scores, true_labels, k: int = 1) -> float:
         Accuracy in [0, 1].
     """
     s = _scores(scores)
-    g = _indices(true_labels, "true_labels", allow_empty=False)
+    g = _indices(true_labels, "true_labels", allow_empty=False, below=s.shape[1])
     if g.size != s.shape[0]:
         raise InputError(f"true_labels has {g.size} frames, scores {s.shape[0]}")
     k = check_int(k, "k", min_val=1, max_val=s.shape[1])
@@ -334,9 +348,9 @@ def keyframe_metrics(predicted, true, length: int, tolerance: int = 2) -> dict[s
     Parameters
     ----------
     predicted : array-like
-        Predicted keyframe indices.
+        Predicted keyframe indices (strictly increasing, in ``[0, length)``).
     true : array-like
-        True keyframe indices.
+        True keyframe indices (non-empty, strictly increasing, in ``[0, length)``).
     length : int
         Video length.
     tolerance : int, default 2

@@ -16,8 +16,15 @@ import numpy as np
 
 from ..errors import DataError, InputError
 from ..extras import require
+from .encoders import check_texts
 
 GROUPS = ("video_frame", "key_frame", "label", "caption", "gtscore")
+
+
+def _path(path) -> Path:
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise InputError(f"path must be a file name (str or os.PathLike), got {path!r:.60}")
+    return Path(path)
 
 
 def write_demos_hdf5(
@@ -33,15 +40,15 @@ def write_demos_hdf5(
     Parameters
     ----------
     path : str or os.PathLike
-        The ``.h5`` file to write (replaced if it exists).
+        The ``.h5`` file to write (replaced if it exists); its folder must exist.
     frames : sequence of numpy.ndarray
         Per demonstration ``(T, H, W, 3)`` uint8 frames.
     labels : sequence of array-like
-        Per demonstration ``(T,)`` integer skill ids.
+        Per demonstration ``(T,)`` non-negative integer skill ids.
     keyframes : sequence of array-like
-        Per demonstration increasing keyframe indices.
-    captions : sequence of sequences of str, optional
-        Per demonstration the skill text of every frame.
+        Per demonstration strictly increasing keyframe indices.
+    captions : sequence of lists of str, optional
+        Per demonstration the skill text of every frame (a list of str, not one string).
     gtscores : sequence of array-like, optional
         Per demonstration ``(T,)`` monotonic targets.
 
@@ -53,31 +60,37 @@ def write_demos_hdf5(
     require("h5py", extra="video", what="the KISA HDF5 reader")
     import h5py
 
-    if isinstance(frames, np.ndarray) or not isinstance(frames, Sequence) or not len(frames):
+    path = _path(path)
+    if path.is_dir() or not path.parent.is_dir():
+        raise InputError(f"path {str(path)!r} must name a file in an existing folder")
+    if isinstance(frames, (str, bytes, np.ndarray)) or not isinstance(frames, Sequence) or not len(frames):
         raise InputError("frames must be a non-empty list of (T, H, W, 3) uint8 arrays, one per demonstration")
     n = len(frames)
     for name, value in (("labels", labels), ("keyframes", keyframes), ("captions", captions), ("gtscores", gtscores)):
-        if value is not None and (not isinstance(value, Sequence) or len(value) != n):
+        optional = name in ("captions", "gtscores")
+        if (value is not None or not optional) and (
+            isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) != n
+        ):
             raise InputError(f"{name} must be a list with one entry per demonstration ({n})")
     rows = []
     for i in range(n):
-        f = np.asarray(frames[i])
+        f = _array(frames[i])
         if f.ndim != 4 or f.shape[-1] != 3 or f.dtype != np.uint8 or f.shape[0] == 0:
             raise InputError(f"frames[{i}] must be a (T, H, W, 3) uint8 array, got {f.dtype} {f.shape}")
-        y = np.asarray(labels[i])
-        if y.shape != (f.shape[0],) or y.dtype.kind not in "iu":
-            raise InputError(f"labels[{i}] must hold one integer per frame ({f.shape[0]}), got shape {y.shape}")
-        k = np.asarray(keyframes[i])
-        if k.ndim != 1 or k.dtype.kind not in "iu" or k.size == 0 or k.min() < 0 or k.max() >= f.shape[0]:
-            raise InputError(f"keyframes[{i}] must be frame indices in [0, {f.shape[0] - 1}]")
-        c = None if captions is None else [str(s) for s in captions[i]]
+        y = _array(labels[i])
+        if y.shape != (f.shape[0],) or y.dtype.kind not in "iu" or (y < 0).any():
+            raise InputError(f"labels[{i}] must hold one skill id (an integer >= 0) per frame ({f.shape[0]})")
+        k = _array(keyframes[i])
+        bad_k = k.ndim != 1 or k.dtype.kind not in "iu" or k.size == 0
+        if bad_k or k.min() < 0 or k.max() >= f.shape[0] or (np.diff(k) <= 0).any():
+            raise InputError(f"keyframes[{i}] must be strictly increasing frame indices in [0, {f.shape[0] - 1}]")
+        c = None if captions is None else check_texts(captions[i], f"captions[{i}]")
         if c is not None and len(c) != f.shape[0]:
             raise InputError(f"captions[{i}] must hold one text per frame ({f.shape[0]}), got {len(c)}")
-        g = None if gtscores is None else np.asarray(gtscores[i], np.float64).reshape(-1)
-        if g is not None and (g.shape != (f.shape[0],) or not np.isfinite(g).all()):
+        g = None if gtscores is None else _array(gtscores[i]).reshape(-1)
+        if g is not None and (g.shape != (f.shape[0],) or g.dtype.kind not in "fiu" or not np.isfinite(g).all()):
             raise InputError(f"gtscores[{i}] must hold one finite number per frame ({f.shape[0]})")
-        rows.append((f, y.astype(np.int64), k.astype(np.int64), c, g))
-    path = Path(path)
+        rows.append((f, y.astype(np.int64), k.astype(np.int64), c, None if g is None else g.astype(np.float64)))
     tmp = path.with_name(path.name + ".tmp")
     with h5py.File(tmp, "w") as hf:
         groups = {name: hf.create_group(name) for name in GROUPS}
@@ -91,6 +104,14 @@ def write_demos_hdf5(
                 groups["gtscore"].create_dataset(f"array_{i}", data=g.reshape(-1, 1))
     os.replace(tmp, path)
     return path
+
+
+def _array(value) -> np.ndarray:
+    """``np.asarray(value)``; a ragged or odd value becomes an object array, refused by the caller's checks."""
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError):
+        return np.asarray(None)
 
 
 def read_demos_hdf5(path: str | os.PathLike) -> dict[str, list]:
@@ -110,7 +131,7 @@ def read_demos_hdf5(path: str | os.PathLike) -> dict[str, list]:
     require("h5py", extra="video", what="the KISA HDF5 reader")
     import h5py
 
-    path = Path(path)
+    path = _path(path)
     if not path.is_file():
         raise InputError(f"path {str(path)!r} is not a file", "give the .h5 file of the demonstrations")
     try:

@@ -10,7 +10,7 @@ Optimiser as released: AdamW (lr 1e-4, weight decay 1e-2), cosine annealing with
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Sequence
 
 import numpy as np
@@ -28,7 +28,7 @@ from .losses import (  # noqa: F401 - importable from here as before
     monotonic_loss,
     monotonic_target,
     score_matrix,
-    training_loss,
+    total_loss,
 )
 from .temporal import (  # noqa: F401 - importable from here as before
     CAUSAL,
@@ -44,10 +44,15 @@ from .temporal import (  # noqa: F401 - importable from here as before
 class KisaConfig:
     """Hyperparameters of KISA; defaults mirror the official ``config.py`` unless said otherwise.
 
+    Every field is checked when the configuration is made (a bad value raises InputError naming it); option
+    names are stored in their canonical spelling (``"History"`` becomes ``"history"``) and numbers as Python
+    ``int`` / ``float``.
+
     Parameters
     ----------
     d_model : int, optional
-        Transformer width; None uses the frame dimension (the official setting, 1024 with LIV).
+        Transformer width, even and divisible by ``nhead``; None uses the frame dimension (the official
+        setting, 1024 with LIV).
     nhead : int, default 8
     num_layers : int, default 2
     dim_feedforward : int, default 2048
@@ -88,31 +93,40 @@ class KisaConfig:
     steps: int = 100_000
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        positive = dict(min_val=0.0, include_boundaries="neither")
+        checked = {
+            "d_model": check_int(self.d_model, "d_model", min_val=2, allow_none=True),
+            "nhead": check_int(self.nhead, "nhead", min_val=1),
+            "num_layers": check_int(self.num_layers, "num_layers", min_val=1),
+            "dim_feedforward": check_int(self.dim_feedforward, "dim_feedforward", min_val=1),
+            "causal": check_choice(self.causal, "causal", CAUSAL),
+            "temporal": check_bool(self.temporal, "temporal"),
+            "alpha": check_float(self.alpha, "alpha", min_val=0.0, max_val=1.0),
+            "tau": check_float(self.tau, "tau", **positive),
+            "negatives": check_choice(self.negatives, "negatives", NEGATIVES),
+            "released_split": check_bool(self.released_split, "released_split"),
+            "lr": check_float(self.lr, "lr", **positive),
+            "weight_decay": check_float(self.weight_decay, "weight_decay", min_val=0.0),
+            "t0": check_int(self.t0, "t0", min_val=1),
+            "batch_size": check_int(self.batch_size, "batch_size", min_val=1),
+            "steps": check_int(self.steps, "steps", min_val=0),
+            "seed": check_seed(self.seed),
+        }
+        d, h = checked["d_model"], checked["nhead"]
+        if d is not None and (d % h or d % 2):
+            raise InputError(f"d_model must be even and divisible by nhead, got d_model={d}, nhead={h}")
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
+
     def validated(self) -> "KisaConfig":
-        """Check every field.
+        """Return ``self``: every field was checked when the configuration was made.
 
         Returns
         -------
         KisaConfig
             ``self``.
         """
-        if self.d_model is not None:
-            check_int(self.d_model, "d_model", min_val=2)
-        check_int(self.nhead, "nhead", min_val=1)
-        check_int(self.num_layers, "num_layers", min_val=1)
-        check_int(self.dim_feedforward, "dim_feedforward", min_val=1)
-        check_choice(self.causal, "causal", CAUSAL)
-        check_bool(self.temporal, "temporal")
-        check_float(self.alpha, "alpha", min_val=0.0, max_val=1.0)
-        check_float(self.tau, "tau", min_val=0.0, include_boundaries="neither")
-        check_choice(self.negatives, "negatives", NEGATIVES)
-        check_bool(self.released_split, "released_split")
-        check_float(self.lr, "lr", min_val=0.0, include_boundaries="neither")
-        check_float(self.weight_decay, "weight_decay", min_val=0.0)
-        check_int(self.t0, "t0", min_val=1)
-        check_int(self.batch_size, "batch_size", min_val=1)
-        check_int(self.steps, "steps", min_val=0)
-        check_seed(self.seed)
         return self
 
     def replace(self, **changes) -> "KisaConfig":
@@ -126,9 +140,13 @@ class KisaConfig:
         Returns
         -------
         KisaConfig
-            The new configuration (validated).
+            The new configuration (checked).
         """
-        return replace(self, **changes).validated()
+        names = [f.name for f in fields(self)]
+        unknown = sorted(set(changes) - set(names))
+        if unknown:
+            raise InputError(f"KisaConfig has no field {unknown[0]!r}", f"fields: {', '.join(names)}")
+        return replace(self, **changes)
 
 
 @dataclass
@@ -209,9 +227,9 @@ def fit_kisa(
     KisaModel
         The trained model; the inputs are not modified.
     """
-    cfg = (config or KisaConfig()).validated() if isinstance(config, (KisaConfig, type(None))) else None
-    if cfg is None:
+    if not isinstance(config, (KisaConfig, type(None))):
         raise InputError(f"config must be a KisaConfig, got {type(config).__name__}")
+    cfg = config or KisaConfig()
     s = check_skills(skill_embeddings).clone()
     if s.shape[0] < 2:
         raise InputError("skill_embeddings needs at least two skills")
@@ -258,7 +276,7 @@ def fit_kisa(
         m = m[:, :t]
         # the data were checked once above; the forward's and kisa_loss's checks at every step cost ~5 % of it
         u = module._encode(x[idx, :t], m)
-        loss = training_loss(u, s, y[idx, :t], targets[idx, :t], ~m, cfg, gen)
+        loss = total_loss(u, s, y[idx, :t], targets[idx, :t], ~m, cfg.alpha, cfg.tau, cfg.negatives, gen)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

@@ -10,21 +10,20 @@
   backbone's similarity between frame t and the keyframe that ends t's segment, min-max normalised inside
   each segment (``gtscore_calvin.py``);
 - ``L = (1 - alpha) L_con + alpha L_mono`` with alpha = 0.1 (``config.py``).
+
+Padding: a padded frame is left out of every loss; a video with no unpadded frame is left out of the mean over
+videos, and a batch with no unpadded frame at all gives a loss of 0 (with a zero gradient) from every function
+here, :func:`kisa_loss` included.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from ..errors import InputError
-from ..validation import check_choice, check_float, check_tensor, check_torch_generator
-
-if TYPE_CHECKING:
-    from .kisa import KisaConfig
+from ..validation import check_bool, check_choice, check_float, check_tensor, check_torch_generator
 
 NEGATIVES = ("simple", "history")
 
@@ -51,9 +50,9 @@ def score_matrix(video_features: torch.Tensor, skill_embeddings: torch.Tensor) -
     Returns
     -------
     torch.Tensor
-        ``(..., T, K)``.
+        ``(..., T, K)`` float32 (every floating input is computed in float32).
     """
-    u = check_tensor(video_features, "video_features", ndim=(2, 3))
+    u = check_tensor(video_features, "video_features", ndim=(2, 3)).float()
     s = check_skills(skill_embeddings)
     if u.shape[-1] != s.shape[-1]:
         raise InputError(f"video_features have {u.shape[-1]} features, skill_embeddings {s.shape[-1]}")
@@ -65,13 +64,16 @@ def _valid(mask: torch.Tensor | None, shape) -> torch.Tensor:
 
 
 def _per_video_mean(loss: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-    # mean over each video's frames, then over videos (the official mean(mean(loss, t), b))
+    # mean over each video's frames, then over videos (the official mean(mean(loss, t), b)); a video with no
+    # unpadded frame has no mean and is left out, and a batch without any unpadded frame gives 0
     v = valid.float()
-    return ((loss * v).sum(1) / v.sum(1).clamp_min(1.0)).mean()
+    n = v.sum(1)
+    per = (loss * v).sum(1) / n.clamp_min(1.0)
+    return per.mean() if bool(n.all()) else per.sum() / n.gt(0).sum().clamp_min(1)
 
 
 def _check_batch(u, skill_embeddings, labels, padding_mask):
-    u = check_tensor(u, "video_features", ndim=3)
+    u = check_tensor(u, "video_features", ndim=3).float()
     s = check_skills(skill_embeddings)
     if u.shape[-1] != s.shape[-1]:
         raise InputError(f"video_features have {u.shape[-1]} features, skill_embeddings {s.shape[-1]}")
@@ -106,7 +108,7 @@ def contrastive_loss(
     labels : torch.Tensor
         ``(B, T)`` integer skill index of each frame.
     padding_mask : torch.Tensor, optional
-        ``(B, T)`` bool, True at padded frames (left out of the mean).
+        ``(B, T)`` bool, True at padded frames (left out of the mean; every frame padded: the loss is 0).
     tau : float, default 1.0
         Temperature (official 1).
 
@@ -159,7 +161,7 @@ def history_contrastive_loss(
     labels : torch.Tensor
         ``(B, T)`` integer skill indices.
     padding_mask : torch.Tensor, optional
-        ``(B, T)`` bool, True at padded frames.
+        ``(B, T)`` bool, True at padded frames (every frame padded: the loss is 0).
     tau : float, default 1.0
         Temperature.
     generator : torch.Generator, optional
@@ -228,6 +230,7 @@ def monotonic_target(
     x = check_tensor(frame_embeddings, "frame_embeddings", ndim=2).float()
     t = x.shape[0]
     k = check_keyframes(keyframes, t, "keyframes")
+    released_split = check_bool(released_split, "released_split")
     eps = check_float(eps, "eps", min_val=0.0)
     labels = torch.as_tensor(np.searchsorted(k, np.arange(t), side="left"))
     xn = F.normalize(x, dim=-1)
@@ -273,7 +276,7 @@ def monotonic_loss(
     target : torch.Tensor
         ``(B, T)`` monotonic targets (:func:`monotonic_target`).
     padding_mask : torch.Tensor, optional
-        ``(B, T)`` bool, True at padded frames.
+        ``(B, T)`` bool, True at padded frames (every frame padded: the loss is 0).
 
     Returns
     -------
@@ -287,7 +290,8 @@ def monotonic_loss(
 
 def _monotonic(u, s, labels, target, valid) -> torch.Tensor:
     sim = _cosine(u, s).gather(-1, labels.unsqueeze(-1)).squeeze(-1)
-    return ((sim - target) ** 2)[valid].mean()
+    err = ((sim - target) ** 2)[valid]
+    return err.mean() if err.numel() else err.sum()  # no unpadded frame: 0, as the contrastive losses
 
 
 def kisa_loss(
@@ -315,13 +319,14 @@ def kisa_loss(
     target : torch.Tensor
         ``(B, T)`` monotonic targets.
     padding_mask : torch.Tensor, optional
-        ``(B, T)`` bool.
+        ``(B, T)`` bool, True at padded frames (every frame padded: the loss is 0, as each term's).
     alpha : float, default 0.1
         Weight of the monotonic term, in [0, 1].
     tau : float, default 1.0
         Contrastive temperature.
     negatives : {"simple", "history"}, default "simple"
-        :func:`contrastive_loss` (the released training default) or :func:`history_contrastive_loss`.
+        :func:`contrastive_loss` (the released training default; it needs K >= 2) or
+        :func:`history_contrastive_loss`.
     generator : torch.Generator, optional
         For the history negatives' pairing of videos.
 
@@ -331,26 +336,26 @@ def kisa_loss(
         Scalar loss.
     """
     alpha = check_float(alpha, "alpha", min_val=0.0, max_val=1.0)
+    tau = check_float(tau, "tau", min_val=0.0, include_boundaries="neither")
     negatives = check_choice(negatives, "negatives", NEGATIVES)
+    generator = check_torch_generator(generator)
+    u, s, labels, valid = _check_batch(video_features, skill_embeddings, labels, padding_mask)
+    target = check_tensor(target, "target", shape=u.shape[:2])
+    if negatives == "simple" and s.shape[0] < 2:
+        raise InputError("skill_embeddings needs at least two skills for negatives='simple'")
+    return total_loss(u, s, labels, target, valid, alpha, tau, negatives, generator)
+
+
+def total_loss(u, s, labels, target, valid, alpha: float, tau: float, negatives: str, generator) -> torch.Tensor:
+    """:func:`kisa_loss` on checked inputs (labels clamped at padding, ``valid = ~padding_mask``): the loss of one
+    training step of :func:`~icml24.kisa.kisa.fit_kisa`, whose data are checked once before the loop."""
     if negatives == "history":
-        con = history_contrastive_loss(video_features, skill_embeddings, labels, padding_mask, tau, generator)
+        con = _history(u, s, labels, valid, tau, generator)
     else:
-        con = contrastive_loss(video_features, skill_embeddings, labels, padding_mask, tau)
+        con = _contrastive(u, s, labels, valid, tau)
     if alpha == 0.0:
         return con
-    return (1 - alpha) * con + alpha * monotonic_loss(video_features, skill_embeddings, labels, target, padding_mask)
-
-
-def training_loss(u, s, labels, target, valid, cfg: "KisaConfig", generator) -> torch.Tensor:
-    """:func:`kisa_loss` of one training step of :func:`~icml24.kisa.kisa.fit_kisa`, its inputs checked once before."""
-    # kisa_loss on inputs fit_kisa has checked once (labels clamped at padding, valid = ~padding_mask)
-    if cfg.negatives == "history":
-        con = _history(u, s, labels, valid, cfg.tau, generator)
-    else:
-        con = _contrastive(u, s, labels, valid, cfg.tau)
-    if cfg.alpha == 0.0:
-        return con
-    return (1 - cfg.alpha) * con + cfg.alpha * _monotonic(u, s, labels, target, valid)
+    return (1 - alpha) * con + alpha * _monotonic(u, s, labels, target, valid)
 
 
 __all__ = [

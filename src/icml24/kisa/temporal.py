@@ -125,7 +125,7 @@ class TemporalModule(nn.Module):
         Parameters
         ----------
         frames : torch.Tensor
-            ``(B, T, frame_dim)`` frozen frame embeddings.
+            ``(B, T, frame_dim)`` frozen frame embeddings (any floating dtype: cast to the module's).
         padding_mask : torch.Tensor, optional
             ``(B, T)`` bool, True at padded frames.
 
@@ -134,7 +134,7 @@ class TemporalModule(nn.Module):
         torch.Tensor
             ``(B, T, text_dim)``.
         """
-        frames = check_tensor(frames, "frames", ndim=3)
+        frames = check_tensor(frames, "frames", ndim=3).to(next(self.parameters()).dtype)
         if frames.shape[-1] != self.frame_dim:
             raise InputError(f"frames must have {self.frame_dim} features, got {frames.shape[-1]}")
         b, t, _ = frames.shape
@@ -189,6 +189,7 @@ def stack_videos(videos, name: str = "frames", *, pad: bool = False, dim: int | 
     (torch.Tensor, torch.Tensor)
         ``(B, T, D)`` float32 batch and ``(B, T)`` bool padding mask (True at padded frames).
     """
+    pad = check_bool(pad, "pad")
     if isinstance(videos, torch.Tensor):
         x = check_tensor(videos, name, ndim=3).float()
         mask = torch.zeros(x.shape[:2], dtype=torch.bool)
