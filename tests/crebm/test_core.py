@@ -106,8 +106,8 @@ def test_route_identity_is_the_inchikey_set():
     assert a.key() == b.key() != c.key()
     assert a.key() == tuple(sorted([inchikey14("CC(=O)O"), inchikey14("NCc1ccccc1")]))
     assert len(a.key()[0]) == 14
-    deep = Route("T", (Step("T", ("I", "X"), ""), Step("I", ("Y", "Z"), "")))
-    assert deep.starting_materials() == ("X", "Y", "Z") and deep.depth == 2 and deep.n_steps == 2
+    deep = Route("CCCO", (Step("CCCO", ("CCO", "N"), ""), Step("CCO", ("CO", "O"), "")))
+    assert deep.starting_materials() == ("CO", "N", "O") and deep.depth == 2 and deep.n_steps == 2
 
 
 def test_bradley_terry_loss_against_a_hand_computation():

@@ -10,19 +10,18 @@ from typing import Sequence
 
 from ..errors import InputError
 from ..validation import check_choice
+from ._checks import check_instances
 from .search import PlannedRoute
-from .world_routes import Route, Stock
+from .world_routes import Route, Stock, check_one_target, check_stock
 
 HEURISTICS = ("price", "steps")
 
 
 def _routes(routes) -> list[PlannedRoute]:
-    if isinstance(routes, (str, Route, PlannedRoute)) or not hasattr(routes, "__iter__"):
-        raise InputError("routes must be a sequence of PlannedRoute")
-    out = list(routes)
-    for i, r in enumerate(out):
-        if not isinstance(r, PlannedRoute):
-            raise InputError(f"routes[{i}] must be a PlannedRoute, got {type(r).__name__}")
+    if isinstance(routes, (Route, PlannedRoute)):
+        raise InputError("routes must be a sequence of PlannedRoute, got one route", "wrap it in a list")
+    out = check_instances(routes, "routes", PlannedRoute, allow_empty=True)
+    check_one_target([p.route for p in out])
     return out
 
 
@@ -32,6 +31,7 @@ def base_ranking(routes: Sequence[PlannedRoute]) -> list[Route]:
     Parameters
     ----------
     routes : sequence of PlannedRoute
+        The routes of one target (none is fine).
 
     Returns
     -------
@@ -46,6 +46,7 @@ def heuristic_ranking(routes: Sequence[PlannedRoute], heuristic: str, stock: Sto
     Parameters
     ----------
     routes : sequence of PlannedRoute
+        The routes of one target (none is fine).
     heuristic : {"price", "steps"}
         ``"price"``: the summed stock price of the starting materials (needs ``stock``); ``"steps"``: the
         number of reactions.
@@ -58,11 +59,9 @@ def heuristic_ranking(routes: Sequence[PlannedRoute], heuristic: str, stock: Sto
     """
     rs = _routes(routes)
     heuristic = check_choice(heuristic, "heuristic", HEURISTICS)
+    if stock is not None or heuristic == "price":
+        check_stock(stock, "stock")
     if heuristic == "price":
-        if not isinstance(stock, Stock):
-            raise InputError("stock must be a Stock for the price heuristic")
-        if len(stock) == 0:
-            raise InputError("stock is empty")
         return [p.route for p in sorted(rs, key=lambda p: (p.route.price(stock), p.cost))]
     return [p.route for p in sorted(rs, key=lambda p: (p.route.n_steps, p.cost))]
 

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..errors import DataError, DataUnavailable, InputError
+from ..validation import check_int
+from ._checks import check_instances
 from .world import RetroTarget
-from .world_routes import canonical
+from .world_routes import check_smiles
 
 
 @dataclass(frozen=True)
@@ -29,12 +31,25 @@ class BenchmarkTask:
     materials : tuple of tuple of str
         The starting-material set of each ground-truth tree.
     depth : int
-        The benchmark's depth of the target (the planner's depth limit).
+        The benchmark's depth of the target (the planner's depth limit), at least 1.
+
+    Every field is checked when the task is made (valid SMILES, at least one non-empty set).
     """
 
     product: str
     materials: tuple[tuple[str, ...], ...]
     depth: int
+
+    def __post_init__(self) -> None:
+        check_smiles(self.product, "product")
+        if not isinstance(self.materials, tuple) or not self.materials:
+            raise InputError("materials must be a non-empty tuple of starting-material sets (one per tree)")
+        for mats in self.materials:
+            if not isinstance(mats, tuple) or not mats:
+                raise InputError(f"materials must hold non-empty tuples of SMILES, got {str(mats)[:60]}")
+            for m in mats:
+                check_smiles(m, "materials")
+        check_int(self.depth, "depth", min_val=1)
 
 
 def load_route_benchmark(path: str | os.PathLike) -> list[BenchmarkTask]:
@@ -48,6 +63,16 @@ def load_route_benchmark(path: str | os.PathLike) -> list[BenchmarkTask]:
     Returns
     -------
     list of BenchmarkTask
+
+    Raises
+    ------
+    InputError
+        ``path`` is not a file path, or is a folder.
+    DataUnavailable
+        The file does not exist.
+    DataError
+        The file is not JSON, holds no targets, or an entry is not a valid record (no tree, a depth below 1,
+        a SMILES RDKit cannot parse), named in the message.
     """
     if not isinstance(path, (str, os.PathLike)):
         raise InputError(f"path must be a file path, got {type(path).__name__}")
@@ -68,21 +93,24 @@ def load_route_benchmark(path: str | os.PathLike) -> list[BenchmarkTask]:
         raise DataError(f"{path} is not readable JSON: {e}".splitlines()[0]) from None
     if not isinstance(data, dict):
         raise DataError(f"{path}: expected a JSON object of targets")
+    if not data:
+        raise DataError(f"{path}: holds no targets")
     tasks = []
     for key, trees in data.items():
         try:
             first = trees["1"]["retro_routes"][0][0]
-            product = canonical(first.split(">")[0])
-            n = int(trees["num_reaction_trees"])
-            mats = tuple(tuple(trees[str(i)]["materials"]) for i in range(1, n + 1))
-            depth = int(trees["depth"])
+            n = check_int(trees["num_reaction_trees"], "num_reaction_trees", min_val=1)
+            mats = [trees[str(i)]["materials"] for i in range(1, n + 1)]
+            if not all(isinstance(m, list) for m in mats):
+                raise InputError("materials must be lists of SMILES")
+            product = check_smiles(first.split(">")[0], "product")
+            tasks.append(BenchmarkTask(product, tuple(tuple(m) for m in mats), trees["depth"]))
+        except InputError as e:
+            raise DataError(f"{path}: entry {key!r}: {e.one_line()}") from None
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
             raise DataError(
                 f"{path}: entry {key!r} is not a route-benchmark record ({type(e).__name__}: {e})"
             ) from None
-        if product is None:
-            raise DataError(f"{path}: entry {key!r} has an unparsable product SMILES")
-        tasks.append(BenchmarkTask(product, mats, depth))
     return tasks
 
 
@@ -98,12 +126,10 @@ def to_route_benchmark(targets: Sequence[RetroTarget]) -> dict:
     dict
         JSON-serialisable, readable back by :func:`load_route_benchmark`.
     """
-    if isinstance(targets, (str, RetroTarget)) or not hasattr(targets, "__iter__"):
-        raise InputError("targets must be a sequence of RetroTarget")
+    if isinstance(targets, RetroTarget):
+        raise InputError("targets must be a sequence of RetroTarget, got one RetroTarget", "wrap it in a list")
     out = {}
-    for i, t in enumerate(targets):
-        if not isinstance(t, RetroTarget):
-            raise InputError(f"targets[{i}] must be a RetroTarget, got {type(t).__name__}")
+    for i, t in enumerate(check_instances(targets, "targets", RetroTarget)):
         routes = [f"{s.product}>0>{'.'.join(s.reactants)}" for s in t.gt.steps]
         out[str(i)] = {
             "num_reaction_trees": 1,

@@ -10,15 +10,15 @@ route's price, step count or yield.
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 from ..errors import InputError
 from ..validation import check_float, check_int
+from ._checks import check_instances, check_returned, check_sequence
 from .energy import EnergyTransformer, energies
 from .search import PlannedRoute
-from .world_routes import Route, Stock, canonical, check_smiles
+from .world_routes import Route, Stock, canonical, check_one_target, check_smiles, check_stock, check_yields
 from .world_templates import Template, replay_forward
 
 Criterion = Callable[[Route], float]
@@ -83,12 +83,14 @@ def feasibility_criterion(gt: Route, templates: Sequence[Template]) -> Criterion
     callable ``Route -> float``
     """
     gt = _check_route(gt, "gt")
-    if isinstance(templates, (str, Template)) or not templates or not all(isinstance(t, Template) for t in templates):
-        raise InputError("templates must be a non-empty sequence of Template")
-    gt_key, gt_mats, tpls = gt.key(), gt.materials_string(), tuple(templates)
+    if isinstance(templates, Template):
+        raise InputError("templates must be a sequence of Template, got one Template", "wrap it in a list")
+    tpls = tuple(check_instances(templates, "templates", Template))
+    gt_key, gt_mats, gt_target = gt.key(), gt.materials_string(), canonical(gt.target)
 
     def phi(route: Route) -> float:
         route = _check_route(route)
+        check_one_target([route], "route", gt_target)
         if route.key() == gt_key:
             return 2.0
         product = replay_forward(route, tpls)
@@ -109,10 +111,7 @@ def cost_criterion(stock: Stock) -> Criterion:
     -------
     callable ``Route -> float``
     """
-    if not isinstance(stock, Stock):
-        raise InputError(f"stock must be a Stock, got {type(stock).__name__}")
-    if len(stock) == 0:
-        raise InputError("stock is empty")
+    check_stock(stock)
 
     def phi(route: Route) -> float:
         return -_check_route(route).price(stock)
@@ -146,9 +145,7 @@ def yield_criterion(yields: Mapping[str, float]) -> Criterion:
     -------
     callable ``Route -> float``
     """
-    if not isinstance(yields, Mapping) or not yields:
-        raise InputError("yields must be a non-empty mapping of template name to yield")
-    ys = {k: check_float(v, "yields", min_val=0.0, max_val=1.0, include_boundaries="right") for k, v in yields.items()}
+    ys = check_yields(yields, zero=False)
 
     def phi(route: Route) -> float:
         return _check_route(route).route_yield(ys)
@@ -175,7 +172,7 @@ def preference_pairs(
     ----------
     target : str
     routes : sequence of Route
-        The planner's candidates.
+        The planner's candidates, all leading to ``target`` (as ``gt`` does).
     criterion : callable ``Route -> float``
         Higher is better.
     gt : Route, optional
@@ -187,27 +184,25 @@ def preference_pairs(
     list of (str, str, str)
     """
     target = check_smiles(target, "target")
-    if isinstance(routes, (str, Route)) or not hasattr(routes, "__iter__"):
-        raise InputError("routes must be a sequence of Route")
+    if isinstance(routes, Route):
+        raise InputError("routes must be a sequence of Route, got one Route", "wrap it in a list")
+    routes = check_instances(routes, "routes", Route, allow_empty=True)
     if not callable(criterion):
         raise InputError("criterion must be a callable Route -> float")
     max_candidates = check_int(max_candidates, "max_candidates", min_val=2)
+    check_one_target(routes, "routes", target)
     cands: list[Route] = []
     keys: set = set()
     if gt is not None:
-        cands.append(_check_route(gt, "gt"))
+        check_one_target([_check_route(gt, "gt")], "gt", target)
+        cands.append(gt)
         keys.add(gt.key())
     for r in routes:
-        r = _check_route(r, "routes")
         if r.key() not in keys and len(cands) < max_candidates:
             keys.add(r.key())
             cands.append(r)
-    scored = []
-    for r in cands:
-        v = criterion(r)
-        if not isinstance(v, (int, float)) or not math.isfinite(float(v)):
-            raise InputError(f"criterion returned {v!r} for a route", "return a finite number")
-        scored.append((float(v), r.materials_string()))
+    mats = [r.materials_string() for r in cands]
+    scored = [(check_returned(criterion(r), "criterion", m), m) for r, m in zip(cands, mats)]
     scored.sort(key=lambda x: -x[0])
     return [
         (target, scored[i][1], scored[j][1])
@@ -238,6 +233,11 @@ class RankedRoute:
     energy: float
     total: float
 
+    def __post_init__(self) -> None:
+        _check_route(self.route)
+        for name in ("base_cost", "energy", "total"):
+            check_float(getattr(self, name), name)
+
 
 def rerank(
     routes: Sequence[Route | PlannedRoute],
@@ -257,6 +257,7 @@ def rerank(
     Parameters
     ----------
     routes : sequence of Route or PlannedRoute
+        All leading to ``target``.
     target : str
         The target SMILES (the condition of the energy).
     model : EnergyTransformer or None
@@ -276,31 +277,22 @@ def rerank(
     """
     alpha = check_float(alpha, "alpha", min_val=0.0)
     target = check_smiles(target, "target")
-    if isinstance(routes, (str, Route, PlannedRoute)) or not hasattr(routes, "__len__"):
-        raise InputError("routes must be a sequence of Route or PlannedRoute")
+    if isinstance(routes, (Route, PlannedRoute)):
+        raise InputError("routes must be a sequence of Route or PlannedRoute, got one route", "wrap it in a list")
+    items = check_instances(routes, "routes", (Route, PlannedRoute), allow_empty=True)
     if model is not None and not isinstance(model, EnergyTransformer):
         raise InputError(f"model must be an EnergyTransformer or None, got {type(model).__name__}")
-    rs, costs = [], []
-    for i, r in enumerate(routes):
-        if isinstance(r, PlannedRoute):
-            rs.append(r.route)
-            costs.append(r.cost)
-        elif isinstance(r, Route):
-            rs.append(r)
-            costs.append(0.0)
-        else:
-            raise InputError(f"routes[{i}] must be a Route or PlannedRoute, got {type(r).__name__}")
+    rs = [r.route if isinstance(r, PlannedRoute) else r for r in items]
+    costs = [r.cost if isinstance(r, PlannedRoute) else 0.0 for r in items]
     if base_costs is not None:
-        if isinstance(base_costs, str) or len(base_costs) != len(rs):
-            raise InputError(f"base_costs must hold one number per route ({len(rs)})")
+        base_costs = check_sequence(base_costs, "base_costs", allow_empty=True)
+        if len(base_costs) != len(rs):
+            raise InputError(f"base_costs must hold one number per route ({len(rs)}), got {len(base_costs)}")
         costs = [check_float(c, "base_costs") for c in base_costs]
-    for r in rs:
-        if canonical(r.target) != target:
-            raise InputError("routes must all lead to target", "rerank the routes of one target at a time")
+    check_one_target(rs, "routes", target)
     top = None if top is None else check_int(top, "top", min_val=1)
     if stock is not None:
-        if not isinstance(stock, Stock):
-            raise InputError(f"stock must be a Stock or None, got {type(stock).__name__}")
+        check_stock(stock)
         for i, r in enumerate(rs):
             missing = [x for x in r.starting_materials() if x not in stock]
             if missing:

@@ -20,6 +20,8 @@ import torch.nn.functional as F
 
 from ..errors import InputError
 from ..validation import check_float, check_int, check_seed, check_tensor
+from ._checks import check_config, check_sequence
+from .world_routes import check_smiles
 
 # The official 66-symbol alphabet ('^' start, '$' end, ' ' padding at index 0).
 CHARS = " ^#%()+-./0123456789=@ABCDEFGHIKLMNOPRSTVXYZ[\\]abcdefgilmnoprstuy$"
@@ -51,13 +53,7 @@ class EnergyConfig:
     intermediate_size: int = 1024
     dropout: float = 0.1
 
-    def validated(self) -> "EnergyConfig":
-        """Return self after checking every field.
-
-        Returns
-        -------
-        EnergyConfig
-        """
+    def __post_init__(self) -> None:
         for name in ("embedding_size", "hidden_size", "num_layers", "num_heads", "intermediate_size"):
             check_int(getattr(self, name), name, min_val=1)
         if self.embedding_size % 2:
@@ -68,6 +64,14 @@ class EnergyConfig:
                 "change one of them",
             )
         check_float(self.dropout, "dropout", min_val=0.0, max_val=1.0, include_boundaries="left")
+
+    def validated(self) -> "EnergyConfig":
+        """Return self (every field is checked when the config is made).
+
+        Returns
+        -------
+        EnergyConfig
+        """
         return self
 
 
@@ -89,6 +93,7 @@ def encode_smiles(text: str, name: str = "smiles") -> list[int]:
     bad = sorted({c for c in text if c not in CHAR_TO_ID or c in " ^$"})
     if bad:
         raise InputError(f"{name} has characters outside the SMILES alphabet: {''.join(bad)!r}")
+    check_smiles(text, name)
     return [CHAR_TO_ID["^"]] + [CHAR_TO_ID[c] for c in text] + [CHAR_TO_ID["$"]]
 
 
@@ -156,9 +161,7 @@ class EnergyTransformer(nn.Module):
 
     def __init__(self, config: EnergyConfig | None = None, seed: int = 0) -> None:
         super().__init__()
-        config = (config or EnergyConfig()).validated() if isinstance(config, (EnergyConfig, type(None))) else None
-        if config is None:
-            raise InputError("config must be an EnergyConfig")
+        config = check_config(config, EnergyConfig)
         seed = check_seed(seed)
         self.config = config
         g = torch.random.fork_rng(devices=[])
@@ -192,6 +195,13 @@ class EnergyTransformer(nn.Module):
         torch.Tensor
             ``(B, Lt, vocab)`` logits.
         """
+        src = check_tensor(src, "src", ndim=2, dtype="integer")
+        tgt_in = check_tensor(tgt_in, "tgt_in", shape=(src.shape[0], None), dtype="integer")
+        check_tensor(src_len, "src_len", shape=(src.shape[0],), dtype="integer")
+        check_tensor(tgt_len, "tgt_len", shape=(src.shape[0],), dtype="integer")
+        for name, ids in (("src", src), ("tgt_in", tgt_in)):
+            if bool(((ids < 0) | (ids >= len(CHARS))).any()):
+                raise InputError(f"{name} must hold token ids in [0, {len(CHARS)})")
         ls, lt = src.shape[1], tgt_in.shape[1]
         s_valid = (torch.arange(ls)[None] < src_len[:, None]).float()
         t_valid = (torch.arange(lt)[None] < tgt_len[:, None]).float()
@@ -205,6 +215,13 @@ class EnergyTransformer(nn.Module):
         for layer in self.decoder:
             y = layer(y, dec_mask, x, cross_mask)
         return self.head(y)
+
+
+def _strings(targets, materials) -> tuple[list, list]:
+    targets, materials = check_sequence(targets, "targets"), check_sequence(materials, "materials")
+    if len(targets) != len(materials):
+        raise InputError(f"materials ({len(materials)}) and targets ({len(targets)}) must have the same length")
+    return targets, materials
 
 
 def batch_inputs(targets: Sequence[str], materials: Sequence[str]):
@@ -223,10 +240,7 @@ def batch_inputs(targets: Sequence[str], materials: Sequence[str]):
         ``src, src_len, tgt_in, tgt_len, tgt_out, out_mask``; ``out_mask`` covers the material characters and
         leaves out the end-token prediction, as the official ``token_mask``.
     """
-    if isinstance(targets, str) or isinstance(materials, str):
-        raise InputError("targets and materials must be sequences of strings, not one string")
-    if len(targets) != len(materials) or not len(targets):
-        raise InputError(f"targets ({len(targets)}) and materials ({len(materials)}) must be non-empty, equal length")
+    targets, materials = _strings(targets, materials)
     s = [encode_smiles(t, "targets") for t in targets]
     m = [encode_smiles(x, "materials") for x in materials]
     b, ls, lt = len(s), max(map(len, s)), max(map(len, m)) - 1
@@ -279,13 +293,15 @@ def energies(
     Returns
     -------
     torch.Tensor
-        ``(B,)`` float32 energies.
+        ``(B,)`` float32 energies (``B >= 1``: empty sequences are refused).
     """
     batch_size = check_int(batch_size, "batch_size", min_val=1)
     if not isinstance(model, EnergyTransformer):
         raise InputError(f"model must be an EnergyTransformer, got {type(model).__name__}")
-    if isinstance(targets, str) or isinstance(materials, str) or len(targets) != len(materials):
-        raise InputError("targets and materials must be sequences of strings of equal length")
+    targets, materials = _strings(targets, materials)
+    for t, m in zip(targets, materials):  # every string checked before any work
+        encode_smiles(t, "targets")
+        encode_smiles(m, "materials")
     was = model.training
     model.eval()
     try:
@@ -295,7 +311,7 @@ def energies(
         ]
     finally:
         model.train(was)
-    return torch.cat(out) if out else torch.zeros(0)
+    return torch.cat(out)
 
 
 def bradley_terry_loss(chosen: torch.Tensor, rejected: torch.Tensor) -> torch.Tensor:
@@ -350,20 +366,21 @@ class TrainConfig:
     max_pairs: int = 0
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        for name in ("epochs", "batch_size", "warmup"):
+            check_int(getattr(self, name), name, min_val=1)
+        for name in ("lr", "lr_scale"):
+            check_float(getattr(self, name), name, min_val=0.0, include_boundaries="neither")
+        check_int(self.max_pairs, "max_pairs", min_val=0)
+        check_seed(self.seed)
+
     def validated(self) -> "TrainConfig":
-        """Return self after checking every field.
+        """Return self (every field is checked when the config is made).
 
         Returns
         -------
         TrainConfig
         """
-        check_int(self.epochs, "epochs", min_val=1)
-        check_int(self.batch_size, "batch_size", min_val=1)
-        check_float(self.lr, "lr", min_val=0.0, include_boundaries="neither")
-        check_int(self.warmup, "warmup", min_val=1)
-        check_float(self.lr_scale, "lr_scale", min_val=0.0, include_boundaries="neither")
-        check_int(self.max_pairs, "max_pairs", min_val=0)
-        check_seed(self.seed)
         return self
 
 
@@ -403,9 +420,7 @@ def pretrain_energy(
     """
     if not isinstance(model, EnergyTransformer):
         raise InputError(f"model must be an EnergyTransformer, got {type(model).__name__}")
-    config = (config or TrainConfig()).validated() if isinstance(config, (TrainConfig, type(None))) else None
-    if config is None:
-        raise InputError("config must be a TrainConfig")
+    config = check_config(config, TrainConfig)
     pairs = _check_pairs(pairs, "pairs", 2)
     net = copy.deepcopy(model).train()
     opt = torch.optim.Adam(net.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
@@ -454,9 +469,7 @@ def finetune_energy(
     """
     if not isinstance(model, EnergyTransformer):
         raise InputError(f"model must be an EnergyTransformer, got {type(model).__name__}")
-    config = (config or TrainConfig()).validated() if isinstance(config, (TrainConfig, type(None))) else None
-    if config is None:
-        raise InputError("config must be a TrainConfig")
+    config = check_config(config, TrainConfig)
     pairs = _check_pairs(pairs, "pairs", 3)
     net = copy.deepcopy(model).train()
     per_epoch = len(pairs) if not config.max_pairs else min(config.max_pairs, len(pairs))

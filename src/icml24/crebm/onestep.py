@@ -19,7 +19,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..errors import InputError
-from ..validation import check_float, check_int, check_seed
+from ..validation import check_array, check_float, check_int, check_seed, check_tensor
+from ._checks import check_config, check_instances, check_sequence
 from .world_routes import check_smiles
 from .world_templates import Template
 
@@ -55,21 +56,45 @@ class NeuralsymConfig:
     batch_size: int = 64
     seed: int = 0
 
-    def validated(self) -> "NeuralsymConfig":
-        """Return self after checking every field.
-
-        Returns
-        -------
-        NeuralsymConfig
-        """
+    def __post_init__(self) -> None:
         for n in ("orig_fp_size", "final_fp_size", "hidden_size", "epochs", "batch_size"):
             check_int(getattr(self, n), n, min_val=1)
+        if self.final_fp_size > self.orig_fp_size:
+            raise InputError(f"final_fp_size ({self.final_fp_size}) must not exceed orig_fp_size ({self.orig_fp_size})")
         check_int(self.depth, "depth", min_val=0)
         for n in ("dropout_head", "dropout_body"):
             check_float(getattr(self, n), n, min_val=0.0, max_val=1.0, include_boundaries="left")
         check_float(self.lr, "lr", min_val=0.0, include_boundaries="neither")
         check_seed(self.seed)
+
+    def validated(self) -> "NeuralsymConfig":
+        """Return self (every field is checked when the config is made).
+
+        Returns
+        -------
+        NeuralsymConfig
+        """
         return self
+
+
+def check_templates(templates, name: str = "templates") -> tuple[Template, ...]:
+    """A non-empty sequence of :class:`Template` with distinct names, as a tuple.
+
+    Parameters
+    ----------
+    templates : object
+    name : str, default "templates"
+
+    Returns
+    -------
+    tuple of Template
+    """
+    if isinstance(templates, Template):
+        raise InputError(f"{name} must be a sequence of Template, got one Template", "wrap it in a list")
+    out = tuple(check_instances(templates, name, Template))
+    if len({t.name for t in out}) != len(out):
+        raise InputError(f"{name} must have distinct names")
+    return out
 
 
 @functools.lru_cache(maxsize=50_000)
@@ -119,15 +144,14 @@ class Neuralsym(nn.Module):
 
     def __init__(self, templates: Sequence[Template], indices: Sequence[int], config: NeuralsymConfig | None = None):
         super().__init__()
-        config = (config or NeuralsymConfig()).validated()
-        if isinstance(templates, (str, Template)) or not templates:
-            raise InputError("templates must be a non-empty sequence of Template")
-        if not all(isinstance(t, Template) for t in templates):
-            raise InputError("templates must hold Template objects (see load_templates)")
-        idx = np.asarray(list(indices), dtype=np.int64)
-        if idx.ndim != 1 or idx.size == 0 or (idx < 0).any() or (idx >= config.orig_fp_size).any():
-            raise InputError(f"indices must be fingerprint bits in [0, {config.orig_fp_size}), at least one")
-        self.templates = tuple(templates)
+        config = check_config(config, NeuralsymConfig)
+        templates = check_templates(templates)
+        if isinstance(indices, torch.Tensor):
+            indices = indices.tolist()
+        idx = check_array(indices, "indices", ndim=1, dtype="integer").astype(np.int64)
+        if (idx < 0).any() or (idx >= config.orig_fp_size).any() or len(set(idx.tolist())) != idx.size:
+            raise InputError(f"indices must be distinct fingerprint bits in [0, {config.orig_fp_size})")
+        self.templates = templates
         self.config = config
         self.register_buffer("indices", torch.as_tensor(idx))
         self._pos = {int(b): i for i, b in enumerate(idx.tolist())}
@@ -149,11 +173,10 @@ class Neuralsym(nn.Module):
         torch.Tensor
             ``(N, len(indices))`` float32.
         """
-        if isinstance(smiles, str):
-            raise InputError("smiles must be a sequence of SMILES strings, not one string")
+        smiles = [check_smiles(s, "smiles") for s in check_sequence(smiles, "smiles", allow_empty=True)]
         x = torch.zeros(len(smiles), len(self._pos))
         for i, s in enumerate(smiles):
-            keys, vals = _count_fp(check_smiles(s, "smiles"), self.config.orig_fp_size)
+            keys, vals = _count_fp(s, self.config.orig_fp_size)
             for k, v in zip(keys, vals):
                 j = self._pos.get(k)
                 if j is not None:
@@ -173,7 +196,7 @@ class Neuralsym(nn.Module):
         torch.Tensor
             ``(N, len(templates))``.
         """
-        return self.classifier(self.body(self.head(x)))
+        return self.classifier(self.body(self.head(check_tensor(x, "x", shape=(None, len(self._pos))))))
 
     @torch.no_grad()
     def template_probs(self, smiles: str) -> torch.Tensor:
@@ -251,19 +274,12 @@ def train_neuralsym(
     Neuralsym
         The trained model, in evaluation mode.
     """
-    config = (config or NeuralsymConfig()).validated() if isinstance(config, (NeuralsymConfig, type(None))) else None
-    if config is None:
-        raise InputError("config must be a NeuralsymConfig")
-    if isinstance(products, str) or isinstance(template_names, str):
-        raise InputError("products and template_names must be sequences, not one string")
-    if len(products) != len(template_names) or not len(products):
-        raise InputError(
-            f"template_names ({len(template_names)}) must match products ({len(products)}), both non-empty"
-        )
-    names = [t.name for t in templates] if not isinstance(templates, (str, Template)) else []
-    if not names or not all(isinstance(t, Template) for t in templates):
-        raise InputError("templates must be a non-empty sequence of Template")
-    unknown = sorted(set(template_names) - set(names))
+    config = check_config(config, NeuralsymConfig)
+    products, template_names = check_sequence(products, "products"), check_sequence(template_names, "template_names")
+    if len(products) != len(template_names):
+        raise InputError(f"template_names ({len(template_names)}) must match products ({len(products)})")
+    names = [t.name for t in check_templates(templates)]
+    unknown = [n for n in template_names if not isinstance(n, str) or n not in names]
     if unknown:
         raise InputError(f"template_names has names not in templates: {unknown[:3]}")
     idx = variance_indices(products, config.orig_fp_size, config.final_fp_size)

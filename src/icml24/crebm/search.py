@@ -20,7 +20,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..errors import InputError
-from ..validation import check_bool, check_float, check_int, check_seed
+from ..validation import check_bool, check_float, check_int, check_seed, check_tensor
+from ._checks import check_returned, check_sequence
 from .onestep import Neuralsym
 from .world_routes import Route, Step, Stock, check_smiles
 
@@ -33,11 +34,16 @@ class PlannedRoute:
     ----------
     route : Route
     cost : float
-        Sum over expansions of ``-log10 p(template)`` (Retro*-0), plus the value terms with a value function.
+        Finite. Sum over expansions of ``-log10 p(template)`` (Retro*-0), plus the value terms with a value function.
     """
 
     route: Route
     cost: float
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.route, Route):
+            raise InputError(f"route must be a Route, got {type(self.route).__name__}")
+        check_float(self.cost, "cost")
 
 
 def propose(
@@ -114,7 +120,7 @@ def retro_star_0(
         See :func:`propose`.
     value_fn : callable ``str -> float``, optional
         Retro*: the cost of a partial route adds ``value_fn`` of each new open molecule and subtracts that of
-        the expanded one (a learned cost-to-go); Retro*-0 when None.
+        the expanded one (a learned cost-to-go; finite numbers only); Retro*-0 when None.
     max_waves : int, default 50
         Safety bound on expansion waves.
 
@@ -137,6 +143,10 @@ def retro_star_0(
     if value_fn is not None and not callable(value_fn):
         raise InputError("value_fn must be a callable SMILES -> float, or None")
     first_outcome_only = check_bool(first_outcome_only, "first_outcome_only")
+
+    def value(m: str) -> float:
+        return check_returned(value_fn(m), "value_fn", m)
+
     cache: dict[str, list] = {}
     # item: (cost, open stack [(mol, depth)], starting materials, steps)
     queue: list[tuple[float, list[tuple[str, int]], list[str], list[Step]]] = [(0.0, [(target, 0)], [], [])]
@@ -166,9 +176,9 @@ def retro_star_0(
                     else:
                         rest = [(r, depth + 1)] + rest
                         if value_fn is not None:
-                            new_cost += float(value_fn(r))
+                            new_cost += value(r)
                 if value_fn is not None and depth > 0:
-                    new_cost -= float(value_fn(mol))
+                    new_cost -= value(mol)
                 nxt.append((new_cost, rest, mats, new_steps))
         queue = sorted(nxt, key=lambda x: x[0])[:beam_size]
     answers.sort(key=lambda x: x[0])
@@ -215,10 +225,10 @@ class ValueMLP(nn.Module):
         from rdkit import Chem
         from rdkit.Chem.rdFingerprintGenerator import GetMorganGenerator
 
-        if isinstance(smiles, str):
-            raise InputError("smiles must be a sequence of SMILES strings, not one string")
+        smiles = check_sequence(smiles, "smiles", allow_empty=True)
+        mols = [Chem.MolFromSmiles(check_smiles(s, "smiles")) for s in smiles]
         gen = GetMorganGenerator(radius=2, fpSize=self.fp_size)
-        rows = [gen.GetFingerprintAsNumPy(Chem.MolFromSmiles(check_smiles(s, "smiles"))) for s in smiles]
+        rows = [gen.GetFingerprintAsNumPy(m) for m in mols]
         return torch.as_tensor(np.stack(rows), dtype=torch.float32) if rows else torch.zeros(0, self.fp_size)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -234,7 +244,7 @@ class ValueMLP(nn.Module):
         torch.Tensor
             ``(N,)``.
         """
-        return F.softplus(self.net(x)).squeeze(-1)
+        return F.softplus(self.net(check_tensor(x, "x", shape=(None, self.fp_size)))).squeeze(-1)
 
     @torch.no_grad()
     def value(self, smiles: str) -> float:
@@ -277,11 +287,14 @@ def train_value_mlp(
     ValueMLP
         Trained, in evaluation mode.
     """
-    if isinstance(smiles, str) or isinstance(costs, str) or not len(smiles) or len(smiles) != len(costs):
-        raise InputError("smiles and costs must be non-empty sequences of equal length")
+    smiles, costs = check_sequence(smiles, "smiles"), check_sequence(costs, "costs")
+    if len(smiles) != len(costs):
+        raise InputError(f"costs must hold one number per molecule ({len(smiles)}), got {len(costs)}")
     y = torch.tensor([check_float(c, "costs", min_val=0.0) for c in costs], dtype=torch.float32)
     epochs = check_int(epochs, "epochs", min_val=1)
     lr = check_float(lr, "lr", min_val=0.0, include_boundaries="neither")
+    for s in smiles:
+        check_smiles(s, "smiles")
     model = ValueMLP(seed=seed)
     x = model.featurize(smiles)
     opt = torch.optim.Adam(model.parameters(), lr=lr)

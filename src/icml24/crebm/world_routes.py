@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 
 from ..errors import InputError
 from ..extras import require
-from ..validation import check_float
+from ..validation import check_float, check_probability
 
 MOLBLOOM_CATALOG = "zinc-instock-mini"  # the only catalog bundled with molbloom (the others download)
 
@@ -48,10 +48,9 @@ def canonical(smiles: str) -> str | None:
     str or None
         The canonical SMILES, or None when RDKit cannot parse it.
     """
-    rdkit_chem()
     if not isinstance(smiles, str) or not smiles.strip():
         return None
-    return _canonical(smiles.strip())
+    return _canonical(smiles.strip())  # RDKit is required (and its log silenced) on a cache miss
 
 
 @functools.lru_cache(maxsize=200_000)
@@ -128,6 +127,15 @@ class Step:
     reactants: tuple[str, ...]
     template: str = ""
 
+    def __post_init__(self) -> None:
+        check_smiles(self.product, "product")
+        if not isinstance(self.reactants, tuple) or not self.reactants:
+            raise InputError(f"reactants must be a non-empty tuple of SMILES, got {type(self.reactants).__name__}")
+        for r in self.reactants:
+            check_smiles(r, "reactants")
+        if not isinstance(self.template, str):
+            raise InputError(f"template must be a template name (str), got {type(self.template).__name__}")
+
 
 @dataclass(frozen=True)
 class Route:
@@ -139,10 +147,36 @@ class Route:
         Canonical SMILES of the target.
     steps : tuple of Step
         The reactions, in depth-first order from the target. Empty when the target itself is bought.
+
+    Checked when made: valid SMILES everywhere, the first step makes the target, every step makes a distinct
+    molecule that the tree uses, and no molecule is among its own precursors.
     """
 
     target: str
     steps: tuple[Step, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_smiles(self.target, "target")
+        if not isinstance(self.steps, tuple) or not all(isinstance(s, Step) for s in self.steps):
+            raise InputError(f"steps must be a tuple of Step, got {type(self.steps).__name__}")
+        made = self._children()
+        if len(made) != len(self.steps):
+            raise InputError("steps must make each product once")
+        if self.steps and self.steps[0].product != self.target:
+            raise InputError(f"steps[0] must make the target {self.target}, got {self.steps[0].product}")
+        used: set[str] = set()
+
+        def visit(m: str, above: frozenset) -> None:  # every step reached from the target, no cycle
+            if m in above:
+                raise InputError(f"steps are not a tree: {m[:60]} is among its own reactants")
+            if m in made and m not in used:
+                used.add(m)
+                for r in made[m].reactants:
+                    visit(r, above | {m})
+
+        visit(self.target, frozenset())
+        if len(used) != len(self.steps):
+            raise InputError("steps must all lead to the target: a step makes a molecule no other step uses")
 
     def _children(self) -> dict[str, Step]:
         return {s.product: s for s in self.steps}
@@ -205,6 +239,7 @@ class Route:
         float
             ``inf`` when a starting material has no price.
         """
+        check_stock(stock)
         return float(sum(stock.price(m) for m in self.starting_materials()))
 
     def route_yield(self, yields: Mapping[str, float]) -> float:
@@ -213,12 +248,13 @@ class Route:
         Parameters
         ----------
         yields : mapping of str to float
-            Yield per template name.
+            Yield in ``[0, 1]`` per template name.
 
         Returns
         -------
         float
         """
+        yields = check_yields(yields)
         return float(math.prod(yields.get(s.template, 1.0) for s in self.steps))
 
     def is_complete(self, stock: "Stock") -> bool:
@@ -232,6 +268,7 @@ class Route:
         -------
         bool
         """
+        check_stock(stock)
         return all(m in stock for m in self.starting_materials())
 
 
@@ -296,10 +333,7 @@ class Stock:
         -------
         float
         """
-        c = canonical(smiles)
-        if c is None:
-            return math.inf
-        hit = self._by_key.get(inchikey14(c))
+        hit = self._by_key.get(inchikey14(check_smiles(smiles)))
         return math.inf if hit is None else hit[1]
 
     def smiles(self) -> list[str]:
@@ -319,6 +353,62 @@ class Stock:
         dict of str to float
         """
         return {v[0]: v[1] for v in self._by_key.values()}
+
+
+def check_stock(stock, name: str = "stock") -> "Stock":
+    """``stock`` when it is a :class:`Stock`, else a one-line InputError naming ``name``.
+
+    Parameters
+    ----------
+    stock : object
+    name : str, default "stock"
+
+    Returns
+    -------
+    Stock
+    """
+    if not isinstance(stock, Stock):
+        raise InputError(f"{name} must be a Stock, got {type(stock).__name__}")
+    return stock
+
+
+def check_one_target(routes: Sequence[Route], name: str = "routes", target: str | None = None) -> None:
+    """Refuse routes that lead to different targets, or to another than ``target`` (a canonical SMILES).
+
+    Parameters
+    ----------
+    routes : sequence of Route
+    name : str, default "routes"
+    target : str, optional
+    """
+    for i, r in enumerate(routes):
+        t = canonical(r.target)
+        if target is None:
+            target = t
+        elif t != target:
+            where = f"{name}[{i}]" if len(routes) > 1 else name
+            raise InputError(f"{where} leads to {t}, not to {target}", "give the routes of one target at a time")
+
+
+def check_yields(yields, name: str = "yields", *, zero: bool = True) -> dict[str, float]:
+    """A non-empty mapping of template name to yield in ``[0, 1]`` (``(0, 1]`` when not ``zero``), as a dict.
+
+    Parameters
+    ----------
+    yields : object
+    name : str, default "yields"
+    zero : bool, default True
+        Whether a yield of 0 is allowed.
+
+    Returns
+    -------
+    dict of str to float
+    """
+    if not isinstance(yields, Mapping) or not yields:
+        raise InputError(f"{name} must be a non-empty mapping of template name to yield, got {type(yields).__name__}")
+    if not all(isinstance(k, str) for k in yields):
+        raise InputError(f"{name} must be keyed by template names (str)")
+    return {k: check_probability(v, name, open_left=not zero) for k, v in yields.items()}
 
 
 def molbloom_buyable(smiles: str) -> bool:

@@ -17,6 +17,7 @@ from typing import Iterable, Sequence
 from ..errors import InputError
 from ..extras import require
 from ..validation import check_int
+from ._checks import check_sequence
 from .world_routes import Route, Step, Stock, canonical, check_smiles, rdkit_chem
 
 # The datamol reactions the default world uses: competing disconnections of amides (acid / acid chloride),
@@ -56,6 +57,8 @@ class Template:
     retro_smarts: str
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise InputError(f"name must be a non-empty string, got {self.name!r}"[:100])
         for attr in ("syn_smarts", "retro_smarts"):
             _reaction(getattr(self, attr), f"{self.name}.{attr}")
 
@@ -70,13 +73,18 @@ class Template:
         Parameters
         ----------
         reactants : sequence of str
-            One SMILES per reactant template.
+            One SMILES per reactant template (``n_reactants`` of them).
 
         Returns
         -------
         list of str
             Sorted canonical products (one molecule each).
         """
+        reactants = check_sequence(reactants, "reactants")
+        if len(reactants) != self.n_reactants:
+            raise InputError(f"reactants must hold {self.n_reactants} SMILES (one per template), got {len(reactants)}")
+        for r in reactants:
+            check_smiles(r, "reactants")
         return list(forward_products(self.syn_smarts, tuple(reactants)))
 
     def retro(self, product: str) -> list[tuple[str, ...]]:
@@ -92,6 +100,7 @@ class Template:
         list of tuple of str
             Outcomes in RDKit's order (first one first), duplicates removed.
         """
+        check_smiles(product, "product")
         return list(_retro(self.retro_smarts, product))
 
     def matches(self, smiles: str, role: int) -> bool:
@@ -101,11 +110,14 @@ class Template:
         ----------
         smiles : str
         role : int
+            In ``[0, n_reactants)``.
 
         Returns
         -------
         bool
         """
+        check_smiles(smiles, "smiles")
+        check_int(role, "role", min_val=0, max_val=self.n_reactants - 1)
         return _matches(self.syn_smarts, smiles, role)
 
 
