@@ -16,7 +16,8 @@ from torch import Tensor, nn
 
 from ..errors import InputError
 from ..extras import require
-from ..validation import check_choice, check_seed
+from ..validation import check_bool, check_choice, check_int
+from .quant import check_layer_input, check_seed
 from .targets import check_model_and_modules, linear_weight, replace_modules
 
 SCHEMES = ("per_tensor", "switchback")
@@ -98,9 +99,9 @@ class Int8Linear(nn.Module):
         self, in_features: int, out_features: int, bias: bool = True, *, scheme: str = "per_tensor", seed: int = 0
     ) -> None:
         super().__init__()
-        for name, v in (("in_features", in_features), ("out_features", out_features)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise InputError(f"{name} must be a positive integer, got {v!r}")
+        in_features = check_int(in_features, "in_features", min_val=1)
+        out_features = check_int(out_features, "out_features", min_val=1)
+        bias = check_bool(bias, "bias")
         self.scheme = check_choice(scheme, "scheme", SCHEMES)
         self.seed = check_seed(seed)
         self.in_features, self.out_features = in_features, out_features
@@ -147,8 +148,7 @@ class Int8Linear(nn.Module):
         torch.Tensor
             ``(..., out_features)``.
         """
-        if not isinstance(x, Tensor) or not x.is_floating_point() or x.shape[-1:] != (self.in_features,):
-            raise InputError(f"x must be a floating tensor (..., {self.in_features})")
+        x = check_layer_input(x, (self.in_features,))
         if self._gen is None or self._gen.device != x.device:
             self._gen = torch.Generator(device=x.device).manual_seed(self.seed)
         return _Int8LinearFn.apply(x, self.weight, self.bias, self.scheme, self._gen)
@@ -207,12 +207,14 @@ def torchao_int8_mixed_precision(model: nn.Module) -> nn.Module:
     Raises
     ------
     InputError
-        If ``model`` is not a module.
+        If ``model`` is not a module or has no ``nn.Linear``.
     icml24.extras.MissingExtra
         Without torchao.
     """
     if not isinstance(model, nn.Module):
         raise InputError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not any(isinstance(m, nn.Linear) for m in model.modules()):
+        raise InputError("model has no nn.Linear layer for torchao to convert (GPT-2's Conv1D is not one)")
     require("torchao", extra="quant", what="jetfire's torchao baseline")
     from torchao import quantize_
     from torchao.prototype.quantized_training import int8_mixed_precision_training

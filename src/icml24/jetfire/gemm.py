@@ -75,9 +75,9 @@ def block_matmul(
     _check_operands(a, b)
     out = check_choice(out, "out", ("float", "int8"))
     rounding = check_choice(rounding, "rounding", ROUNDINGS)
+    generator = check_generator(generator, device=a.data.device)
     backend = check_backend(a, backend)
     if out == "int8" and _fused_epilogue(a, b, backend):  # requantized in the CPU kernel's epilogue
-        generator = check_generator(generator)
         data, scales = vnni_block_matmul_epilogue(
             a.data,
             a.scales,
@@ -89,19 +89,17 @@ def block_matmul(
             seed=kernel_seed(rounding, generator, a.data.device),
             out="int8",
         )
-        return BlockQuant(data, scales, (a.shape[0], b.shape[0]), a.block)
+        return BlockQuant._trusted(data, scales, (a.shape[0], b.shape[0]), a.block)
     y = _block_matmul(a, b, backend)
     if out == "float":
         return y
-    return quantize_raw(y, a.block, rounding, check_generator(generator), backend)
+    return quantize_raw(y, a.block, rounding, generator, backend)
 
 
 def _check_operands(a, b) -> None:
     for name, v in (("a", a), ("b", b)):
         if not isinstance(v, BlockQuant):
             raise InputError(f"{name} must be a BlockQuant (from quantize_blocks), got {type(v).__name__}")
-        if v.data.dtype != torch.int8:
-            raise InputError(f"{name}.data must be int8 for torch._int_mm, got {v.data.dtype}")
     if a.block != b.block:
         raise InputError(f"b has block size {b.block}, a has {a.block}: quantize both with the same block_size")
     if a.shape[1] != b.shape[1]:
@@ -161,7 +159,7 @@ def linear_gemm(
     _check_operands(a, b)
     if requantize is not None:
         requantize = check_choice(requantize, "requantize", ROUNDINGS)
-    generator = check_generator(generator)
+    generator = check_generator(generator, device=a.data.device)
     backend = check_backend(a, backend)
     m, n = a.shape[0], b.shape[0]
     if _fused_epilogue(a, b, backend):

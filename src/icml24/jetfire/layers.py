@@ -20,11 +20,21 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import InputError
-from ..validation import check_bool, check_choice, check_seed
+from ..validation import check_bool, check_choice, check_device, check_int
 from .backends import BACKENDS, check_cpu_backend, use_cpu_kernel
 from .gemm import block_matmul, linear_gemm
-from .quant import BLOCK, BlockQuant, check_block_size, dequantize_raw, fake_quantize_raw, quantize_raw
-from .targets import check_model_and_modules, linear_weight, replace_modules
+from .quant import (
+    BLOCK,
+    BlockQuant,
+    _check_dtype,
+    check_block_size,
+    check_layer_input,
+    check_seed,
+    dequantize_raw,
+    fake_quantize_raw,
+    quantize_raw,
+)
+from .targets import check_model_and_modules, is_activation, is_norm, linear_weight, replace_modules
 
 _ATTN_INPUT_NAMES = ("c_attn", "q_proj", "k_proj", "v_proj", "qkv", "query", "key", "value", "qkv_proj")
 
@@ -94,8 +104,8 @@ class _JetfireLinearFn(torch.autograd.Function):
     def backward(ctx, g):
         xd, xs, wd, ws = ctx.saved_tensors
         xshape, wshape, st, has_bias, xdtype, wdtype, full = ctx.meta
-        qx = BlockQuant(xd, xs, xshape, st.block)
-        qw = BlockQuant(wd, ws, wshape, st.block)
+        qx = BlockQuant._trusted(xd, xs, xshape, st.block)
+        qw = BlockQuant._trusted(wd, ws, wshape, st.block)
         g2 = _as_matrix(g)
         qg = _q(g2, st, "stochastic")
         gx = gw = gb = None
@@ -137,7 +147,8 @@ class _JetfireOpFn(torch.autograd.Function):
     def backward(ctx, g):
         xd_, xs = ctx.saved_tensors
         xshape, st, fn, full, xdtype = ctx.meta
-        xd = dequantize_raw(BlockQuant(xd_, xs, xshape, st.block), st.backend).reshape(full).requires_grad_(True)
+        xd = dequantize_raw(BlockQuant._trusted(xd_, xs, xshape, st.block), st.backend).reshape(full)
+        xd.requires_grad_(True)
         with torch.autocast(xd.device.type, enabled=False):
             return _JetfireOpFn._backward(ctx, g, xd, st, fn, full, xdtype)
 
@@ -195,16 +206,18 @@ class JetfireLinear(nn.Module):
         dtype=None,
     ) -> None:
         super().__init__()
-        for name, v in (("in_features", in_features), ("out_features", out_features)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise InputError(f"{name} must be a positive integer, got {v!r}")
+        in_features = check_int(in_features, "in_features", min_val=1)
+        out_features = check_int(out_features, "out_features", min_val=1)
+        bias = check_bool(bias, "bias")
         self.block_size = check_block_size(block_size)
         self.int8_output = check_bool(int8_output, "int8_output")
         self.seed = check_seed(seed)
         self.backend = check_choice(backend, "backend", BACKENDS)
+        device = None if device is None else check_device(device)
+        dtype = None if dtype is None else _check_dtype(dtype)
         if self.backend == "cpu-vnni":  # refuse early, with the fix, where the kernel cannot run
             probe = torch.zeros(0, 0, dtype=torch.int8, device=device)
-            check_cpu_backend(BlockQuant(probe, torch.zeros(0, 0), (0, 0), self.block_size))
+            check_cpu_backend(BlockQuant._trusted(probe, torch.zeros(0, 0), (0, 0), self.block_size))
         self.in_features, self.out_features = in_features, out_features
         ref = nn.Linear(in_features, out_features, bias=bias, device=device, dtype=dtype)
         self.weight = ref.weight
@@ -280,8 +293,7 @@ class JetfireLinear(nn.Module):
         torch.Tensor
             ``(..., out_features)`` in ``x``'s dtype.
         """
-        if not isinstance(x, Tensor) or not x.is_floating_point() or x.shape[-1:] != (self.in_features,):
-            raise InputError(f"x must be a floating tensor (..., {self.in_features}), got {_desc(x)}")
+        x = check_layer_input(x, (self.in_features,))
         return _JetfireLinearFn.apply(x, self.weight, self.bias, self._state(x.device))
 
     def extra_repr(self) -> str:
@@ -319,10 +331,16 @@ class JetfireOp(nn.Module):
 
     def __init__(self, module: nn.Module, *, block_size: int = BLOCK, seed: int = 0) -> None:
         super().__init__()
-        if not isinstance(module, nn.Module):
-            raise InputError(f"module must be an nn.Module, got {type(module).__name__}")
+        if not isinstance(module, nn.Module) or not (is_norm(module) or is_activation(module)):
+            what = type(module).__name__ if isinstance(module, nn.Module) else f"a {type(module).__name__}"
+            raise InputError(f"module must be a LayerNorm, an RMSNorm or an element-wise activation, got {what}")
         self.block_size = check_block_size(block_size)
         self.seed = check_seed(seed)
+        # the trailing sizes the operator takes: a norm's normalized_shape (or its weight's shape)
+        shape = getattr(module, "normalized_shape", None)
+        if shape is None and is_norm(module) and isinstance(getattr(module, "weight", None), Tensor):
+            shape = module.weight.shape
+        self._trailing = (shape,) if isinstance(shape, int) else tuple(shape or ())
         self.inner = copy.deepcopy(module)
         self._names = [n for n, _ in self.inner.named_parameters()]
         self._gen = None
@@ -347,8 +365,7 @@ class JetfireOp(nn.Module):
         torch.Tensor
             Same dtype as ``x``.
         """
-        if not isinstance(x, Tensor) or not x.is_floating_point():
-            raise InputError(f"x must be a floating tensor, got {_desc(x)}")
+        x = check_layer_input(x, getattr(self, "_trailing", ()))
         if self._gen is None or self._gen.device != x.device:
             self._gen = torch.Generator(device=x.device).manual_seed(self.seed)
         st = QuantState(self.block_size, self._gen, True)
@@ -361,10 +378,6 @@ class JetfireOp(nn.Module):
 
 def _gelu_tanh(x: Tensor, *params: Tensor) -> Tensor:
     return torch.nn.functional.gelu(x, approximate="tanh")
-
-
-def _desc(x) -> str:
-    return f"{x.dtype} {tuple(x.shape)}" if isinstance(x, Tensor) else type(x).__name__
 
 
 def convert(

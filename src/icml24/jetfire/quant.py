@@ -75,14 +75,56 @@ def check_float_tensor(x, name: str, ndim=(2,)) -> Tensor:
     InputError
         If ``x`` is not a finite floating tensor of those dimensions.
     """
-    x = check_tensor(x, name, ndim=ndim)
+    x = check_tensor(x, name, ndim=ndim, finite=False)
     if x.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
         raise InputError(f"{name} must be float16, bfloat16, float32 or float64, got {x.dtype}")
+    with torch.no_grad():  # checks of values must not record autograd nodes on x
+        check_tensor(x, name)
+        if x.dtype == torch.float64 and float(x.abs().max()) > torch.finfo(torch.float32).max:
+            raise InputError(f"{name} has entries beyond float32's range, which the INT8 scales cannot hold")
     return x
 
 
-def check_generator(generator, name: str = "generator"):
-    """A ``torch.Generator`` or None.
+def check_layer_input(x, trailing: tuple = ()) -> Tensor:
+    """``x`` of a layer's forward: a non-empty, finite floating tensor of one or more dimensions ending in ``trailing``.
+
+    Parameters
+    ----------
+    x : torch.Tensor
+    trailing : tuple of int, default ()
+        The sizes its last dimensions must have (``(in_features,)``, a norm's ``normalized_shape``).
+
+    Returns
+    -------
+    torch.Tensor
+        ``x``.
+    """
+    x = check_float_tensor(x, "x", ndim=None)
+    k = len(trailing)
+    if x.dim() < max(k, 1) or tuple(x.shape[x.dim() - k :]) != tuple(trailing):
+        want = ", ".join(["..."] + [str(t) for t in trailing])
+        raise InputError(f"x must have shape ({want}), got {tuple(x.shape)}")
+    return x
+
+
+def check_seed(seed, name: str = "seed") -> int:
+    """A seed for a layer's stochastic-rounding generator: an integer in [0, 2^63] (layer ``i`` of ``convert``
+    uses ``seed + i``, which ``torch.Generator.manual_seed`` must still take).
+
+    Parameters
+    ----------
+    seed : int
+    name : str, default "seed"
+
+    Returns
+    -------
+    int
+    """
+    return check_int(seed, name, min_val=0, max_val=2**63)
+
+
+def check_generator(generator, name: str = "generator", device=None):
+    """A ``torch.Generator`` or None (on the device of the tensors it draws noise for).
 
     Parameters
     ----------
@@ -90,6 +132,8 @@ def check_generator(generator, name: str = "generator"):
         The value to check.
     name : str, default "generator"
         The argument's name for the message.
+    device : torch.device, optional
+        Where the noise is drawn; the generator must live on the same kind of device.
 
     Returns
     -------
@@ -99,9 +143,18 @@ def check_generator(generator, name: str = "generator"):
     Raises
     ------
     InputError
-        If it is neither.
+        If it is neither, or lives on another kind of device than ``device``.
     """
-    return check_torch_generator(generator, name)
+    generator = check_torch_generator(generator, name)
+    if generator is not None and device is not None and generator.device.type != torch.device(device).type:
+        raise InputError(f"{name} is on {generator.device}, the tensors on {device}: make it on their device")
+    return generator
+
+
+def _check_dtype(dtype, name: str = "dtype") -> torch.dtype:
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise InputError(f"{name} must be a floating torch.dtype (e.g. torch.float32), got {dtype!r}")
+    return dtype
 
 
 def _round(y: Tensor, rounding: str, generator: torch.Generator | None) -> Tensor:
@@ -154,6 +207,41 @@ class BlockQuant:
     shape: tuple[int, int]
     block: int
 
+    def __post_init__(self) -> None:
+        """Check that ``data``, ``scales``, ``shape`` and ``block`` describe one quantized matrix.
+
+        Raises
+        ------
+        InputError
+            If ``data`` is not an INT8 matrix zero-padded from ``shape`` to multiples of ``block``, or ``scales``
+            is not a finite, non-negative FP32 matrix with one entry per block of ``data`` on its device.
+        """
+        block = check_block_size(self.block, "block")
+        data = check_tensor(self.data, "data", ndim=2, dtype="any", allow_empty=True)
+        if data.dtype != torch.int8:
+            raise InputError(f"data must be int8, got {data.dtype}")
+        if isinstance(self.shape, (str, bytes)) or not hasattr(self.shape, "__len__") or len(self.shape) != 2:
+            raise InputError(f"shape must be the unpadded (rows, columns), got {self.shape!r}")
+        shape = tuple(check_int(v, "shape", min_val=0) for v in self.shape)
+        padded = tuple(-(-v // block) * block for v in shape)
+        if data.shape != padded:
+            raise InputError(f"data has shape {tuple(data.shape)}, shape {shape} in blocks of {block} needs {padded}")
+        scales = check_tensor(self.scales, "scales", shape=(padded[0] // block, padded[1] // block), allow_empty=True)
+        if scales.dtype != torch.float32 or scales.device != data.device:
+            raise InputError(f"scales must be float32 on {data.device}, got {scales.dtype} on {scales.device}")
+        if scales.numel() and bool((scales < 0).any()):
+            raise InputError("scales must be non-negative (absmax / 127 per block)")
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "block", block)
+
+    @classmethod
+    def _trusted(cls, data: Tensor, scales: Tensor, shape: tuple[int, int], block: int) -> "BlockQuant":
+        """The pair without the checks of ``__post_init__``, for operands this package made (inner loops)."""
+        q = object.__new__(cls)
+        for k, v in (("data", data), ("scales", scales), ("shape", shape), ("block", block)):
+            object.__setattr__(q, k, v)
+        return q
+
     def dequantize(self, dtype: torch.dtype = torch.float32) -> Tensor:
         """The real tensor ``q * s`` per block, cropped to ``shape``.
 
@@ -166,6 +254,7 @@ class BlockQuant:
         torch.Tensor
             Shape ``shape``.
         """
+        dtype = _check_dtype(dtype)
         b = self.block
         s = self.scales.repeat_interleave(b, 0).repeat_interleave(b, 1)
         return (self.data.to(torch.float32) * s)[: self.shape[0], : self.shape[1]].to(dtype)
@@ -180,9 +269,10 @@ class BlockQuant:
         -------
         BlockQuant
         """
-        if self.data.is_cuda:
-            return BlockQuant(self.data.t().contiguous(), self.scales.t().contiguous(), self.shape[::-1], self.block)
-        return BlockQuant(self.data.t(), self.scales.t(), self.shape[::-1], self.block)
+        data, scales = self.data.t(), self.scales.t()
+        if data.is_cuda:
+            data, scales = data.contiguous(), scales.contiguous()
+        return BlockQuant._trusted(data, scales, self.shape[::-1], self.block)
 
     def nbytes(self) -> int:
         """Bytes held: the INT8 data and the FP32 scales.
@@ -232,10 +322,7 @@ class BlockQuant:
         """
         if not isinstance(data, Tensor) or data.element_size() != 1:
             raise InputError("data must be the one-byte view made by BlockQuant.to_autograd")
-        block = check_block_size(block, "block")
-        if not isinstance(scales, Tensor) or tuple(scales.shape) != (data.shape[0] // block, data.shape[1] // block):
-            raise InputError("scales must have one entry per block of data")
-        return cls(data.view(torch.int8), scales, (int(shape[0]), int(shape[1])), block)
+        return cls(data.view(torch.int8), scales, shape, block)
 
 
 def _pad_to(x: Tensor, rows: int, cols: int) -> Tensor:
@@ -252,7 +339,7 @@ def _quantize_blocks(x: Tensor, block: int, rounding: str, generator) -> BlockQu
     safe = torch.where(scales > 0, scales, torch.ones_like(scales))
     y = tiles / safe[:, None, :, None]
     q = _round(y, rounding, generator).clamp_(-128, 127).to(torch.int8)
-    return BlockQuant(q.view(mp, np_), scales, (m, n), block)
+    return BlockQuant._trusted(q.view(mp, np_), scales, (m, n), block)
 
 
 def quantize_raw(x: Tensor, block: int, rounding: str, generator=None, backend: str = "torch") -> BlockQuant:
@@ -276,7 +363,7 @@ def quantize_raw(x: Tensor, block: int, rounding: str, generator=None, backend: 
     """
     if backend in ("auto", "cpu-vnni") and use_cpu_kernel(x, block, backend):
         data, scales = vnni_quantize(x, block, rounding == "stochastic", kernel_seed(rounding, generator, x.device))
-        return BlockQuant(data, scales, (int(x.shape[0]), int(x.shape[1])), block)
+        return BlockQuant._trusted(data, scales, (int(x.shape[0]), int(x.shape[1])), block)
     return _quantize_blocks(x, block, rounding, generator)
 
 
@@ -304,7 +391,7 @@ def fake_quantize_raw(
     if backend in ("auto", "cpu-vnni") and use_cpu_kernel(x, block, backend):
         seed = kernel_seed(rounding, generator, x.device)
         data, scales, deq = vnni_fake_quantize(x, block, rounding == "stochastic", seed)
-        return BlockQuant(data, scales, (int(x.shape[0]), int(x.shape[1])), block), deq
+        return BlockQuant._trusted(data, scales, (int(x.shape[0]), int(x.shape[1])), block), deq
     q = quantize_raw(x, block, rounding, generator, backend)
     return q, dequantize_raw(q, backend)
 
@@ -355,7 +442,7 @@ def quantize_blocks(
     x = check_float_tensor(x, "x")
     b = check_block_size(block_size)
     rounding = check_choice(rounding, "rounding", ROUNDINGS)
-    return _quantize_blocks(x, b, rounding, check_generator(generator))
+    return _quantize_blocks(x, b, rounding, check_generator(generator, device=x.device))
 
 
 def fake_quantize(
@@ -394,7 +481,7 @@ def fake_quantize(
     granularity = check_choice(granularity, "granularity", GRANULARITIES)
     b = check_block_size(block_size)
     rounding = check_choice(rounding, "rounding", ROUNDINGS)
-    return _fake_quantize(x, granularity, b, rounding, check_generator(generator))
+    return _fake_quantize(x, granularity, b, rounding, check_generator(generator, device=x.device))
 
 
 def _fake_quantize(x: Tensor, granularity: str, block: int, rounding: str, generator) -> Tensor:

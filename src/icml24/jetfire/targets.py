@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Sequence
 
+import torch
 from torch import Tensor, nn
 
 from ..errors import InputError
@@ -45,11 +46,18 @@ def linear_weight(module: nn.Module, name: str) -> tuple[Tensor, Tensor | None]:
     InputError
         If the module is neither.
     """
-    if isinstance(module, nn.Linear):
-        return module.weight.detach(), None if module.bias is None else module.bias.detach()
-    if type(module).__name__ == "Conv1D":  # transformers.pytorch_utils.Conv1D: weight (in, out)
-        return module.weight.detach().t(), None if module.bias is None else module.bias.detach()
-    raise InputError(f"{name} must be an nn.Linear or a transformers Conv1D, got {type(module).__name__}")
+    if not is_linear(module):
+        raise InputError(f"{name} must be an nn.Linear or a transformers Conv1D, got {type(module).__name__}")
+    _check_finite(module, name)
+    w = module.weight.detach()
+    # transformers.pytorch_utils.Conv1D keeps its weight as (in, out)
+    return (w if isinstance(module, nn.Linear) else w.t()), None if module.bias is None else module.bias.detach()
+
+
+def _check_finite(module: nn.Module, name: str) -> None:
+    for pname, p in module.named_parameters():
+        if p.is_floating_point() and p.numel() and not bool(torch.isfinite(p).all()):
+            raise InputError(f"{name} has NaN or infinite entries in its parameter {pname!r}")
 
 
 def is_norm(module: nn.Module) -> bool:
@@ -78,6 +86,8 @@ def is_activation(module: nn.Module) -> bool:
     bool
     """
     mod = type(module).__module__
+    if isinstance(module, nn.MultiheadAttention):  # lives in torch.nn.modules.activation, but is no activation
+        return False
     return mod.startswith("transformers.activations") or mod == "torch.nn.modules.activation"
 
 
@@ -156,7 +166,8 @@ def check_model_and_modules(model, modules, what: str) -> dict[str, str]:
     Raises
     ------
     InputError
-        If ``model`` is not a module, has nothing to convert, or a named module is missing or unsupported.
+        If ``model`` is not a module, has nothing to convert, a named module is missing or unsupported, or a module
+        to convert has NaN or infinite parameters.
     """
     if not isinstance(model, nn.Module):
         raise InputError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -166,9 +177,9 @@ def check_model_and_modules(model, modules, what: str) -> dict[str, str]:
     if modules is None:
         if "linear" not in targets.values():
             raise InputError("model has no linear layer to convert", "give a transformer with nn.Linear or Conv1D")
-        return targets
-    if isinstance(modules, str) or not all(isinstance(m, str) for m in modules):
-        raise InputError("modules must be a sequence of module names (str)")
+        return _finite_targets(model, targets)
+    if not isinstance(modules, (list, tuple)) or not all(isinstance(m, str) for m in modules):
+        raise InputError(f"modules must be a list or tuple of module names (str), got {modules!r:.60}")
     if not modules:
         raise InputError("modules is empty", "name at least one module, or leave modules=None")
     known = dict(model.named_modules())
@@ -192,7 +203,13 @@ def check_model_and_modules(model, modules, what: str) -> dict[str, str]:
                 "convert nn.Linear / Conv1D, LayerNorm / RMSNorm and activations",
             )
         out[name] = kind
-    return out
+    return _finite_targets(model, out)
+
+
+def _finite_targets(model: nn.Module, targets: dict[str, str]) -> dict[str, str]:
+    for name in targets:
+        _check_finite(model.get_submodule(name), f"model's module {name!r}")
+    return targets
 
 
 __all__ = ["jetfire_targets"]
