@@ -25,7 +25,7 @@ import torch
 
 from ..errors import InputError
 from ..validation import check_choice, check_float, check_int, check_seed, check_tensor
-from .models import ConvNet
+from .models import ConvNet, check_image_shape
 from .optim import SGD
 
 __all__ = ["AnchorSet", "DSA_STRATEGY", "diff_augment", "synthesize_anchors", "global_anchors", "dm_loss"]
@@ -64,6 +64,23 @@ class AnchorSet:
     losses: list[float] = field(default_factory=list)
     epsilon: float | None = None
     delta: float | None = None
+
+    def __post_init__(self) -> None:
+        """Check that the images, labels, ``ipc`` and classes describe one anchor set.
+
+        Raises
+        ------
+        InputError
+            On non-finite or non-4-D images, labels that are not one integer per image, ``ipc < 1``, or
+            ``classes_present`` that are not class indices.
+        """
+        self.images = check_tensor(self.images, "images", ndim=4, finite=False)  # global_anchors checks finiteness
+        self.labels = check_tensor(self.labels, "labels", shape=(len(self.images),), dtype="integer")
+        self.ipc = check_int(self.ipc, "ipc", min_val=1)
+        classes = self.classes_present
+        if isinstance(classes, (str, bytes)) or not isinstance(classes, Sequence):
+            raise InputError(f"classes_present must be a tuple of class indices, got {type(classes).__name__}")
+        self.classes_present = tuple(check_int(c, "classes_present", min_val=0) for c in classes)
 
     def __repr__(self) -> str:
         return f"AnchorSet({tuple(self.images.shape)}, ipc={self.ipc}, classes={len(self.classes_present)})"
@@ -135,6 +152,28 @@ def _cutout(x, g, n):
 _FNS = {"color": _color, "crop": _crop, "cutout": _cutout, "flip": _flip, "scale": _scale, "rotate": _rotate}
 
 
+def check_strategy(strategy, name: str = "strategy") -> str:
+    """DSA operations joined by ``_`` among ``color, crop, cutout, flip, scale, rotate``, or ``""`` / ``"none"``.
+
+    Parameters
+    ----------
+    strategy : str
+    name : str, default "strategy"
+
+    Returns
+    -------
+    str
+        ``strategy``.
+    """
+    if not isinstance(strategy, str):
+        raise InputError(f"{name} must be a string of DSA operations, got {type(strategy).__name__}")
+    if strategy not in ("", "none"):
+        for op in strategy.split("_"):
+            if op not in _OPS:
+                raise InputError(f"unknown operation {op!r} in {name}", f"choose among {', '.join(_OPS)}")
+    return strategy
+
+
 def diff_augment(x: torch.Tensor, strategy: str, seed: int, *, draws: int | None = None) -> torch.Tensor:
     """Differentiable Siamese augmentation (DSA) as the condensation benchmark's ``DiffAugment``, ``aug_mode 'S'``.
 
@@ -159,16 +198,12 @@ def diff_augment(x: torch.Tensor, strategy: str, seed: int, *, draws: int | None
     torch.Tensor
     """
     x = check_tensor(x, "x", ndim=4)
-    if not isinstance(strategy, str):
-        raise InputError(f"strategy must be a string, got {type(strategy).__name__}", f"join ops of {_OPS} by _")
+    strategy = check_strategy(strategy)
     seed = check_seed(seed)
     n = len(x) if draws is None else check_int(draws, "draws", min_val=len(x))
     if strategy in ("", "none"):
         return x
     ops = strategy.split("_")
-    for op in ops:
-        if op not in _FNS:
-            raise InputError(f"unknown operation {op!r} in strategy", f"choose among {', '.join(_OPS)}")
     g = torch.Generator().manual_seed(seed)
     op = ops[int(torch.randint(0, len(ops), (1,), generator=g))]
     return _FNS[op](x, g, n)
@@ -203,9 +238,13 @@ def dm_loss(net: torch.nn.Module, real: Sequence[torch.Tensor], syn: Sequence[to
     keep = [c for c in range(len(real)) if len(real[c])]
     if not keep:
         raise InputError("real holds no image of any class")
+    shape = check_image_shape(net, real[keep[0]], f"real[{keep[0]}]")
     for c in keep:
         if not len(syn[c]):
             raise InputError(f"syn[{c}] is empty but real[{c}] is not", "give synthetic images for every real class")
+        for name, x in ((f"real[{c}]", real[c]), (f"syn[{c}]", syn[c])):
+            if x.shape[1:] != shape:
+                raise InputError(f"{name} holds images of shape {tuple(x.shape[1:])}, real[{keep[0]}] {tuple(shape)}")
     sizes_r = [len(real[c]) for c in keep]
     sizes_s = [len(syn[c]) for c in keep]
     with torch.no_grad():
@@ -283,12 +322,7 @@ def synthesize_anchors(
     batch_real = check_int(batch_real, "batch_real", min_val=1)
     lr = check_float(lr, "lr", min_val=0.0, include_boundaries="neither")
     momentum = check_float(momentum, "momentum", min_val=0.0, max_val=1.0, include_boundaries="left")
-    if not isinstance(augment, str):
-        raise InputError(f"augment must be a string of DSA operations, got {type(augment).__name__}")
-    if augment not in ("", "none"):
-        for op in augment.split("_"):
-            if op not in _FNS:
-                raise InputError(f"unknown operation {op!r} in augment", f"choose among {', '.join(_OPS)}")
+    augment = check_strategy(augment, "augment")
     net_width = check_int(net_width, "net_width", min_val=1)
     net_depth = check_int(net_depth, "net_depth", min_val=1)
     if not isinstance(dp, bool):
@@ -309,6 +343,8 @@ def synthesize_anchors(
     def fresh_net(s: int) -> torch.nn.Module:
         if net_factory is not None:
             net = net_factory(s)
+            if not isinstance(net, torch.nn.Module) or not callable(getattr(net, "embed", None)):
+                raise InputError(f"net_factory must return an nn.Module with embed(), got {type(net).__name__}")
         else:
             net = ConvNet(ch, num_classes, net_width, net_depth, im_size=h, seed=s)
         for p in net.parameters():

@@ -124,7 +124,7 @@ def anchors_only_training(models, anchors: AnchorSet, config: DesaConfig | None 
         raise InputError(f"anchors must be an AnchorSet, got {type(anchors).__name__}")
     x = check_tensor(anchors.images, "anchors images", ndim=4)
     y = anchors.labels
-    ms, _ = check_inputs(models, [(x, y)] * len(models) if isinstance(models, Sequence) else [], cfg)
+    ms, _ = check_inputs(models, [(x, y)] * len(models) if isinstance(models, Sequence) else [], cfg, True, "anchors")
     from ..threads import single_thread
 
     out = []

@@ -16,7 +16,7 @@ from ..validation import check_tensor
 from .anchors import AnchorSet, synthesize_anchors
 from .config import ClientFailed, DesaConfig
 from .losses import kd_loss, supcon_loss
-from .models import check_model
+from .models import check_classifier, check_model
 from .optim import SGD
 
 
@@ -138,7 +138,9 @@ def teacher(received: dict[int, torch.Tensor]) -> torch.Tensor | None:
     return torch.stack([received[j] for j in sorted(received)]).mean(0)
 
 
-def check_inputs(models, train_sets, cfg: DesaConfig, need_models: bool = True) -> tuple[list, list]:
+def check_inputs(
+    models, train_sets, cfg: DesaConfig, need_models: bool = True, data_name: str = "train_sets"
+) -> tuple[list, list]:
     """Validate the clients' models and data (one-line ``InputError`` naming the argument).
 
     Parameters
@@ -148,6 +150,8 @@ def check_inputs(models, train_sets, cfg: DesaConfig, need_models: bool = True) 
     cfg : DesaConfig
     need_models : bool, default True
         Require ``embed`` and ``classify`` on every model.
+    data_name : str, default "train_sets"
+        The name of the data in the messages (``"anchors"`` for anchors-only training).
 
     Returns
     -------
@@ -171,17 +175,17 @@ def check_inputs(models, train_sets, cfg: DesaConfig, need_models: bool = True) 
     shape = None
     for i, pair in enumerate(train_sets):
         if not isinstance(pair, Sequence) or len(pair) != 2:
-            raise InputError(f"train_sets[{i}] must be an (images, labels) pair")
-        x = check_tensor(pair[0], f"train_sets[{i}] images", ndim=4)
-        y = check_tensor(pair[1], f"train_sets[{i}] labels", ndim=1, dtype="integer")
+            raise InputError(f"{data_name}[{i}] must be an (images, labels) pair")
+        x = check_tensor(pair[0], f"{data_name}[{i}] images", ndim=4)
+        y = check_tensor(pair[1], f"{data_name}[{i}] labels", ndim=1, dtype="integer")
         if len(x) != len(y):
-            raise InputError(f"train_sets[{i}] has {len(x)} images but {len(y)} labels")
+            raise InputError(f"{data_name}[{i}] has {len(x)} images but {len(y)} labels")
         if int(y.min()) < 0 or int(y.max()) >= cfg.num_classes:
-            raise InputError(f"train_sets[{i}] labels must lie in [0, {cfg.num_classes})", "set num_classes")
+            raise InputError(f"{data_name}[{i}] labels must lie in [0, {cfg.num_classes})", "set num_classes")
         if shape is None:
             shape = x.shape[1:]
         elif x.shape[1:] != shape:
-            raise InputError(f"train_sets[{i}] images have shape {tuple(x.shape[1:])}, client 0 {tuple(shape)}")
+            raise InputError(f"{data_name}[{i}] images have shape {tuple(x.shape[1:])}, client 0 {tuple(shape)}")
         data.append((x.detach().float().contiguous(), y.detach().long().contiguous()))
     held = set().union(*[set(y.tolist()) for _, y in data])
     missing = sorted(set(range(cfg.num_classes)) - held)
@@ -190,6 +194,9 @@ def check_inputs(models, train_sets, cfg: DesaConfig, need_models: bool = True) 
             f"the anchors would have classes {missing} that no client holds (num_classes={cfg.num_classes})",
             "lower num_classes or relabel",
         )
+    for i, m in enumerate(ms if need_models else ms[:1]):  # gossip_fedavg's clients are copies of one model
+        name = f"models[{i}]" if need_models else "model"
+        check_classifier(m, data[0][0], f"{data_name} images", name, cfg.num_classes)
     return ms, data
 
 

@@ -9,8 +9,8 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import ICML24Error, InputError
-from ..validation import check_choice, check_float, check_int, check_seed
-from .anchors import DSA_STRATEGY, AnchorSet
+from ..validation import check_bool, check_choice, check_float, check_int, check_seed
+from .anchors import DSA_STRATEGY, AnchorSet, check_strategy
 
 TOPOLOGIES = ("mesh", "ring", "random_regular")
 
@@ -105,19 +105,17 @@ class DesaConfig:
     num_classes: int = 10
     seed: int = 0
 
-    def validated(self) -> "DesaConfig":
-        """A copy with every field checked (one-line ``InputError`` naming the field otherwise).
+    def __post_init__(self) -> None:
+        """Check every field when the config is made (one-line ``InputError`` naming the field otherwise).
 
-        Returns
-        -------
-        DesaConfig
+        Numbers are stored as Python ``int`` / ``float``, names in their canonical spelling and neighbour lists
+        as tuples.
         """
         kw = {f.name: getattr(self, f.name) for f in fields(self)}
         for name in ("rounds", "dm_iterations"):
             kw[name] = check_int(kw[name], name, min_val=0)
-        for name in ("local_epochs", "batch_size", "ipc", "dm_batch_real", "dm_net_width", "dm_net_depth"):
+        for name in ("local_epochs", "batch_size", "ipc", "dm_batch_real", "dm_net_width", "dm_net_depth", "degree"):
             kw[name] = check_int(kw[name], name, min_val=1)
-        kw["degree"] = check_int(kw["degree"], "degree", min_val=1)
         kw["num_classes"] = check_int(kw["num_classes"], "num_classes", min_val=2)
         for name in ("lr", "temperature", "reg_temperature", "dm_lr", "l2_norm_clip"):
             kw[name] = check_float(kw[name], name, min_val=0.0, include_boundaries="neither")
@@ -131,21 +129,27 @@ class DesaConfig:
         )
         kw["kl_reduction"] = check_choice(kw["kl_reduction"], "kl_reduction", ("mean", "batchmean"))
         kw["anchor_mode"] = check_choice(kw["anchor_mode"], "anchor_mode", ("mean", "union"))
-        if not isinstance(kw["dp"], bool):
-            raise InputError(f"dp must be True or False, got {kw['dp']!r}")
-        if not isinstance(kw["augment"], str):
-            raise InputError("augment must be a string of DSA operations")
+        kw["dp"] = check_bool(kw["dp"], "dp")
+        kw["augment"] = check_strategy(kw["augment"], "augment")
         kw["seed"] = check_seed(kw["seed"])
         topo = kw["topology"]
         if isinstance(topo, str):
             kw["topology"] = check_choice(topo, "topology", TOPOLOGIES)
-        elif isinstance(topo, Sequence):
-            kw["topology"] = tuple(tuple(int(j) for j in row) for row in topo)
         else:
-            raise InputError(f"topology must be one of {TOPOLOGIES} or neighbour lists, got {type(topo).__name__}")
+            kw["topology"] = tuple(tuple(row) for row in _neighbour_lists(topo, None))
         if kw["lambda_ce"] + kw["lambda_kd"] + kw["lambda_reg"] == 0:
             raise InputError("lambda_ce, lambda_kd and lambda_reg are all 0", "keep at least one loss term")
-        return DesaConfig(**kw)
+        for name, value in kw.items():
+            object.__setattr__(self, name, value)
+
+    def validated(self) -> "DesaConfig":
+        """The config itself: it was checked when it was made.
+
+        Returns
+        -------
+        DesaConfig
+        """
+        return self
 
 
 @dataclass
@@ -217,6 +221,20 @@ def _connected(adj: list[list[int]]) -> bool:
     return len(seen) == len(adj)
 
 
+def _neighbour_lists(kind, n: int | None) -> list[list[int]]:
+    """Neighbour lists as lists of client indices in ``0..n-1`` (any non-negative index when ``n`` is None)."""
+    if isinstance(kind, (str, bytes)) or not isinstance(kind, Sequence) or (n is not None and len(kind) != n):
+        want = f"{n} neighbour lists" if n is not None else "neighbour lists"
+        raise InputError(f"topology must be one of {TOPOLOGIES} or {want}, got {type(kind).__name__}")
+    out = []
+    for i, row in enumerate(kind):
+        if isinstance(row, (str, bytes)) or not isinstance(row, Sequence):
+            raise InputError(f"topology[{i}] must be a list of neighbour indices, got {type(row).__name__}")
+        top = None if n is None else n - 1
+        out.append([check_int(j, f"topology[{i}] entries", min_val=0, max_val=top) for j in row])
+    return out
+
+
 def make_topology(kind, n_clients: int, *, degree: int = 2, seed: int = 0) -> list[list[int]]:
     """Neighbour lists of a connected undirected communication graph.
 
@@ -244,6 +262,7 @@ def make_topology(kind, n_clients: int, *, degree: int = 2, seed: int = 0) -> li
     """
     n = check_int(n_clients, "n_clients", min_val=2)
     seed = check_seed(seed)
+    degree = check_int(degree, "degree", min_val=1)
     if isinstance(kind, str):
         kind = check_choice(kind, "topology", TOPOLOGIES)
         if kind == "mesh":
@@ -261,18 +280,10 @@ def make_topology(kind, n_clients: int, *, degree: int = 2, seed: int = 0) -> li
             if _connected(adj):
                 return adj
         raise InputError(f"no connected {degree}-regular graph on {n} clients was drawn", "raise degree")
-    if not isinstance(kind, Sequence) or len(kind) != n:
-        raise InputError(f"topology must be a name or {n} neighbour lists, got {type(kind).__name__}")
-    adj = []
-    for i, row in enumerate(kind):
-        if isinstance(row, (str, bytes)) or not isinstance(row, Sequence):
-            raise InputError(f"topology[{i}] must be a list of neighbour indices")
-        nb = sorted({int(j) for j in row})
-        if any(j < 0 or j >= n for j in nb):
-            raise InputError(f"topology[{i}] names a client outside 0..{n - 1}")
+    adj = [sorted(set(row)) for row in _neighbour_lists(kind, n)]
+    for i, nb in enumerate(adj):
         if i in nb:
             raise InputError(f"topology[{i}] lists client {i} as its own neighbour")
-        adj.append(nb)
     for i, nb in enumerate(adj):
         for j in nb:
             if i not in adj[j]:

@@ -45,6 +45,7 @@ from .config import (  # noqa: F401 - importable from here as before
     make_topology,
     sample_clients,
 )
+from .models import check_classifier
 from .transport import exchange, report_failure, run_gloo, save_result, spawn_clients  # noqa: F401
 
 __all__ = [
@@ -229,6 +230,12 @@ def accuracy_matrix(models: Sequence[torch.nn.Module], test_sets, *, batch_size:
     -------
     numpy.ndarray
         ``(len(models), len(test_sets))``.
+
+    Raises
+    ------
+    InputError
+        Before any model runs: bad pairs, images a model cannot take (shape, or a forward that fails on one
+        image), labels outside a model's classes. Every submodule's train/eval mode is restored in any case.
     """
     if isinstance(models, torch.nn.Module) or not isinstance(models, Sequence) or not models:
         raise InputError("models must be a non-empty list of modules")
@@ -237,7 +244,7 @@ def accuracy_matrix(models: Sequence[torch.nn.Module], test_sets, *, batch_size:
     batch_size = check_int(batch_size, "batch_size", min_val=1)
     for i, m in enumerate(models):
         if not isinstance(m, torch.nn.Module):
-            raise InputError(f"models[{i}] must be a torch.nn.Module")
+            raise InputError(f"models[{i}] must be a torch.nn.Module, got {type(m).__name__}")
     sets = []
     for j, pair in enumerate(test_sets):
         if not isinstance(pair, Sequence) or len(pair) != 2:
@@ -246,16 +253,24 @@ def accuracy_matrix(models: Sequence[torch.nn.Module], test_sets, *, batch_size:
         y = check_tensor(pair[1], f"test_sets[{j}] labels", ndim=1, dtype="integer")
         if len(x) != len(y):
             raise InputError(f"test_sets[{j}] has {len(x)} images but {len(y)} labels")
+        for i, m in enumerate(models):  # shapes and classes first: no model runs on images it cannot take
+            k = check_classifier(m, x, f"test_sets[{j}] images", f"models[{i}]")
+            if int(y.min()) < 0 or int(y.max()) >= k:
+                got = f"{int(y.min())}..{int(y.max())}"
+                raise InputError(f"test_sets[{j}] labels must lie in [0, {k}) for models[{i}], got {got}")
         sets.append((x, y))
     acc = np.zeros((len(models), len(sets)))
     for i, m in enumerate(models):
-        was = m.training
-        m.eval()
-        with torch.no_grad():
-            for j, (x, y) in enumerate(sets):
-                pred = torch.cat([m(b).argmax(1) for b in x.split(batch_size)])
-                acc[i, j] = float((pred == y).float().mean())
-        m.train(was)
+        modes = [(sub, sub.training) for sub in m.modules()]
+        try:
+            m.eval()
+            with torch.no_grad():
+                for j, (x, y) in enumerate(sets):
+                    pred = torch.cat([m(b).argmax(1) for b in x.split(batch_size)])
+                    acc[i, j] = float((pred == y).float().mean())
+        finally:  # every submodule back in its own mode, whatever happened
+            for sub, mode in modes:
+                sub.training = mode
     return acc
 
 
@@ -278,6 +293,8 @@ def domain_summary(acc) -> dict[str, float]:
     a = check_array(acc, "acc", ndim=2)
     if a.shape[0] != a.shape[1] or a.shape[0] < 2:
         raise InputError(f"acc must be a square matrix of at least two clients, got shape {a.shape}")
+    if a.min() < 0 or a.max() > 1:
+        raise InputError(f"acc must hold accuracies in [0, 1], got {a.min():g}..{a.max():g}")
     n = a.shape[0]
     intra = np.diag(a)
     inter = np.array([(a[i].sum() - a[i, i]) / (n - 1) for i in range(n)])

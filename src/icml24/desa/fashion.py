@@ -21,6 +21,7 @@ Same seed, same arrays.
 from __future__ import annotations
 
 import functools
+import os
 
 import numpy as np
 import torch
@@ -43,14 +44,14 @@ def _fashion(root):
     return sp.x_train.numpy(), sp.y_train.numpy(), sp.x_test.numpy(), sp.y_test.numpy()
 
 
-def _split(y: np.ndarray, n_clients: int, per: int, rng: np.random.Generator) -> list[np.ndarray]:
+def _split(y: np.ndarray, n_clients: int, per: int, rng: np.random.Generator, name: str) -> list[np.ndarray]:
     """Disjoint class-stratified index sets of ``per`` images for each client."""
     out = [[] for _ in range(n_clients)]
     for c in range(10):
         idx = rng.permutation(np.flatnonzero(y == c))
         k = per // 10 + (1 if c < per % 10 else 0)
         if k * n_clients > len(idx):
-            raise InputError(f"Fashion-MNIST has {len(idx)} images of class {c}, fewer than {k * n_clients} asked")
+            raise InputError(f"{name} x n_clients asks {k * n_clients} images of class {c}; there are {len(idx)}")
         for i in range(n_clients):
             out[i].append(idx[i * k : (i + 1) * k])
     return [rng.permutation(np.concatenate(o)) for o in out]
@@ -113,9 +114,11 @@ def fashion_domains(n_clients: int, *, n_train: int = 200, n_test: int = 100, se
     n_train = check_int(n_train, "n_train", min_val=10)
     n_test = check_int(n_test, "n_test", min_val=10)
     seed = check_seed(seed)
-    xtr, ytr, xte, yte = _fashion(None if root is None else str(root))
+    if root is not None and not isinstance(root, (str, os.PathLike)):
+        raise InputError(f"root must be a folder path or None, got {type(root).__name__}")
+    xtr, ytr, xte, yte = _fashion(None if root is None else os.fspath(root))
     rng = np.random.default_rng([seed, 2405])
-    tr, te = _split(ytr, n, n_train, rng), _split(yte, n, n_test, rng)
+    tr, te = _split(ytr, n, n_train, rng, "n_train"), _split(yte, n, n_test, rng, "n_test")
     out = []
     for i in range(n):
         shift = SHIFTS[i % len(SHIFTS)]

@@ -15,9 +15,11 @@ import torch
 from torch import nn
 
 from ..errors import InputError
-from ..validation import check_choice, check_int, check_seed
+from ..validation import check_choice, check_int, check_tensor
 
 __all__ = ["ConvNet", "AlexNet", "check_model", "reinitialise"]
+
+SEED_MAX = 2**64 - 1  # what torch.Generator.manual_seed takes
 
 
 def reinitialise(module: nn.Module, seed: int) -> nn.Module:
@@ -38,7 +40,7 @@ def reinitialise(module: nn.Module, seed: int) -> nn.Module:
     torch.nn.Module
         ``module`` itself.
     """
-    g = torch.Generator().manual_seed(check_seed(seed))
+    g = torch.Generator().manual_seed(check_int(seed, "seed", min_val=0, max_val=SEED_MAX))
     with torch.no_grad():
         for m in module.modules():
             if isinstance(m, (nn.Conv2d, nn.Linear)):
@@ -53,15 +55,87 @@ def reinitialise(module: nn.Module, seed: int) -> nn.Module:
     return module
 
 
-def _common(channel, num_classes, width, im_size):
+def _common(channel, num_classes, width, im_size, seed):
     channel = check_int(channel, "channel", min_val=1)
     num_classes = check_int(num_classes, "num_classes", min_val=2)
     width = check_int(width, "width", min_val=1)
     im_size = check_int(im_size, "im_size", min_val=8)
-    return channel, num_classes, width, im_size
+    seed = None if seed is None else check_int(seed, "seed", min_val=0, max_val=SEED_MAX)
+    return channel, num_classes, width, im_size, seed
 
 
-class ConvNet(nn.Module):
+class _Net(nn.Module):
+    """What ConvNet and AlexNet share: ``features`` -> flatten -> ``classifier``, with their inputs checked."""
+
+    input_shape: tuple[int, int, int]  # (channel, im_size, im_size)
+
+    def _setup(self, channel: int, num_classes: int, im_size: int, seed) -> None:
+        self.input_shape = (channel, im_size, im_size)
+        self.num_classes = num_classes
+        if seed is not None:
+            reinitialise(self, seed)
+
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        """The flattened features before the classifier (what DM matches and REG aligns).
+
+        Parameters
+        ----------
+        x : torch.Tensor
+            Floating ``(N, channel, im_size, im_size)``.
+
+        Returns
+        -------
+        torch.Tensor
+            ``(N, features)``.
+
+        Raises
+        ------
+        InputError
+            If ``x`` is not a floating tensor of that shape.
+        """
+        x = check_tensor(x, "x", shape=(None, *self.input_shape), finite=False, allow_empty=True)
+        return self.features(x).flatten(1)
+
+    def classify(self, h: torch.Tensor) -> torch.Tensor:
+        """Logits from features.
+
+        Parameters
+        ----------
+        h : torch.Tensor
+            Output of :meth:`embed`, ``(N, features)``.
+
+        Returns
+        -------
+        torch.Tensor
+            ``(N, num_classes)``.
+        """
+        h = check_tensor(h, "h", shape=(None, self.classifier.in_features), finite=False, allow_empty=True)
+        return self.classifier(h)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits: ``classify(embed(x))``.
+
+        Parameters
+        ----------
+        x : torch.Tensor
+            Finite floating ``(N, channel, im_size, im_size)``.
+
+        Returns
+        -------
+        torch.Tensor
+            ``(N, num_classes)``.
+
+        Raises
+        ------
+        InputError
+            If ``x`` is not a finite floating tensor of that shape.
+        """
+        with torch.no_grad():  # the finiteness check must not record autograd nodes on x
+            x = check_tensor(x, "x", shape=(None, *self.input_shape), allow_empty=True)
+        return self.classify(self.embed(x))
+
+
+class ConvNet(_Net):
     """ConvNet of the condensation benchmark: ``depth`` x [conv3x3 -> norm -> ReLU -> avgpool 2].
 
     Parameters
@@ -91,7 +165,7 @@ class ConvNet(nn.Module):
         seed: int | None = None,
     ) -> None:
         super().__init__()
-        channel, num_classes, width, im_size = _common(channel, num_classes, width, im_size)
+        channel, num_classes, width, im_size, seed = _common(channel, num_classes, width, im_size, seed)
         depth = check_int(depth, "depth", min_val=1)
         if im_size >> depth < 1:
             raise InputError(f"depth {depth} pools a {im_size}-pixel image below one pixel", "lower depth")
@@ -107,55 +181,10 @@ class ConvNet(nn.Module):
         self.features = nn.Sequential(*layers)
         side = im_size >> depth
         self.classifier = nn.Linear(width * side * side, num_classes)
-        self.num_classes = num_classes
-        if seed is not None:
-            reinitialise(self, seed)
-
-    def embed(self, x: torch.Tensor) -> torch.Tensor:
-        """The flattened features before the classifier (what DM matches and REG aligns).
-
-        Parameters
-        ----------
-        x : torch.Tensor
-            ``(N, channel, im_size, im_size)``.
-
-        Returns
-        -------
-        torch.Tensor
-            ``(N, width * (im_size / 2**depth)**2)``.
-        """
-        return self.features(x).flatten(1)
-
-    def classify(self, h: torch.Tensor) -> torch.Tensor:
-        """Logits from features.
-
-        Parameters
-        ----------
-        h : torch.Tensor
-            Output of :meth:`embed`.
-
-        Returns
-        -------
-        torch.Tensor
-            ``(N, num_classes)``.
-        """
-        return self.classifier(h)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Logits: ``classify(embed(x))``.
-
-        Parameters
-        ----------
-        x : torch.Tensor
-
-        Returns
-        -------
-        torch.Tensor
-        """
-        return self.classify(self.embed(x))
+        self._setup(channel, num_classes, im_size, seed)
 
 
-class AlexNet(nn.Module):
+class AlexNet(_Net):
     """AlexNet of the condensation benchmark: five convolutions, ReLU, three max-pools, one linear layer.
 
     Parameters
@@ -183,7 +212,7 @@ class AlexNet(nn.Module):
         norm: str = "none",
     ) -> None:
         super().__init__()
-        channel, num_classes, width, im_size = _common(channel, num_classes, width, im_size)
+        channel, num_classes, width, im_size, seed = _common(channel, num_classes, width, im_size, seed)
         norm = check_choice(norm, "norm", ("none", "instancenorm"))
         w1, w2, w3 = width, (3 * width) // 2, 2 * width
 
@@ -205,48 +234,7 @@ class AlexNet(nn.Module):
         )
         side = (im_size + (4 if channel == 1 else 0)) // 8
         self.classifier = nn.Linear(w2 * side * side, num_classes)
-        self.num_classes = num_classes
-        if seed is not None:
-            reinitialise(self, seed)
-
-    def embed(self, x: torch.Tensor) -> torch.Tensor:
-        """The flattened features before the classifier.
-
-        Parameters
-        ----------
-        x : torch.Tensor
-
-        Returns
-        -------
-        torch.Tensor
-        """
-        return self.features(x).flatten(1)
-
-    def classify(self, h: torch.Tensor) -> torch.Tensor:
-        """Logits from features.
-
-        Parameters
-        ----------
-        h : torch.Tensor
-
-        Returns
-        -------
-        torch.Tensor
-        """
-        return self.classifier(h)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Logits: ``classify(embed(x))``.
-
-        Parameters
-        ----------
-        x : torch.Tensor
-
-        Returns
-        -------
-        torch.Tensor
-        """
-        return self.classify(self.embed(x))
+        self._setup(channel, num_classes, im_size, seed)
 
 
 def check_model(model, name: str = "model") -> nn.Module:
@@ -271,3 +259,67 @@ def check_model(model, name: str = "model") -> nn.Module:
                 "give a module with embed(x) -> features and classify(h) -> logits",
             )
     return model
+
+
+def check_image_shape(model, x: torch.Tensor, name: str, model_name: str = "model") -> torch.Size:
+    """``x``'s image shape ``(channel, H, W)``, refused where ``model`` declares another (``input_shape``).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    x : torch.Tensor
+        Images ``(N, channel, H, W)``.
+    name, model_name : str
+        The arguments' names for the message.
+
+    Returns
+    -------
+    torch.Size
+    """
+    want = getattr(model, "input_shape", None)
+    if want is not None and tuple(x.shape[1:]) != tuple(want):
+        raise InputError(f"{name} holds images of shape {tuple(x.shape[1:])}; {model_name} takes {tuple(want)}")
+    return x.shape[1:]
+
+
+def check_classifier(model, x: torch.Tensor, name: str, model_name: str, num_classes: int | None = None) -> int:
+    """The number of classes ``model`` predicts, after checking that it takes the images ``x``.
+
+    ConvNet and AlexNet declare their input shape and classes; any other module is run on one image of ``x``
+    (eval mode, no gradients; every submodule's mode restored), so that a mismatch fails here, before any work.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    x : torch.Tensor
+        Images ``(N, channel, H, W)``, ``N >= 1``.
+    name, model_name : str
+        The arguments' names for the message.
+    num_classes : int, optional
+        The classes the model must predict.
+
+    Returns
+    -------
+    int
+    """
+    check_image_shape(model, x, name, model_name)
+    k = getattr(model, "num_classes", None) if isinstance(model, _Net) else None
+    lazy = any(isinstance(p, nn.parameter.UninitializedParameter) for p in model.parameters())
+    if k is None and not lazy:
+        modes = [(m, m.training) for m in model.modules()]
+        try:
+            with torch.no_grad():
+                out = model.eval()(x[:1])
+        except (RuntimeError, ValueError, TypeError, IndexError) as e:
+            first = (str(e).splitlines() or [""])[0][:120]
+            raise InputError(f"{model_name} cannot take {name} of shape {tuple(x.shape[1:])}: {first}") from None
+        finally:
+            for m, mode in modes:
+                m.training = mode
+        if not isinstance(out, torch.Tensor) or out.dim() != 2 or len(out) != 1:
+            got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            raise InputError(f"{model_name} returns {got} for one image of {name}, not (1, classes) logits")
+        k = out.shape[1]
+    if num_classes is not None and k is not None and k != num_classes:
+        raise InputError(f"{model_name} predicts {k} classes, but num_classes is {num_classes}")
+    return k
