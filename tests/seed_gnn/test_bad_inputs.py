@@ -93,6 +93,16 @@ EMPTY = Data(
     val_mask=torch.zeros(0, dtype=torch.bool),
     test_mask=torch.zeros(0, dtype=torch.bool),
 )
+TEN = Data(  # two classes of five nodes
+    x=torch.rand(10, 4),
+    edge_index=torch.tensor([[0, 1], [1, 0]]),
+    y=torch.tensor([0] * 5 + [1] * 5),
+    train_mask=torch.ones(10, dtype=torch.bool),
+)
+NO_VAL = _data(val_mask=torch.zeros(40, dtype=torch.bool))
+ONE_CLASS = _data(y=torch.zeros(40, dtype=torch.long))
+GNN2 = build_backbone("gcn", 8, 2, hidden_channels=8, seed=0)  # two classes for DATA's three
+HUGE = 2**70
 OTHER_SD = GREEditor(GNN, _data(train_mask=DATA.train_mask & (torch.arange(40) < 20)), max_steps=2).state_dict()
 W = (GNN, DATA)  # watched in every case that takes them
 
@@ -183,6 +193,10 @@ def _method_cases(name, ed):
         ),
         bad(f"{name}.accuracy_from", "pred", lambda: ed.accuracy_from(None), ed, kind="none"),
         bad(f"{name}.accuracy_from", "pred", lambda: ed.accuracy_from(torch.zeros(n)), ed, kind="dtype"),
+        bad(f"{name}.accuracy_from", "pred", lambda: ed.accuracy_from(torch.full((n,), 7)), ed, kind="class-range"),
+        bad(
+            f"{name}.accuracy_from", "pred", lambda: ed.accuracy_from(-torch.ones(n, dtype=torch.long)), ed, kind="neg"
+        ),
         bad(f"{name}.check_target", "node", lambda: ed.check_target(1.5, 0), ed, kind="type"),
         bad(f"{name}.check_target", "label", lambda: ed.check_target(1, None), ed, kind="none"),
     ]
@@ -193,6 +207,7 @@ CASES = [
     bad("SeedGNNEditor", "alpha", lambda: SeedGNNEditor(GNN, DATA, alpha=1.5), *W, kind="range"),
     bad("SeedGNNEditor", "alpha", lambda: SeedGNNEditor(GNN, DATA, alpha=float("nan")), *W, kind="nan"),
     bad("SeedGNNEditor", "beta", lambda: SeedGNNEditor(GNN, DATA, beta=-1), *W, kind="range"),
+    bad("SeedGNNEditor", "seed", lambda: SeedGNNEditor(GNN, DATA, seed=HUGE), *W, kind="beyond-generator"),
     bad("SeedGNNEditor", "official_neighbor_quirk", lambda: SeedGNNEditor(GNN, DATA, official_neighbor_quirk=1), *W),
     *_method_cases("SeedGNNEditor", ED),
     *_mlp_editor_cases("GnnMlpEditor", GnnMlpEditor, {"lr": 1e-3, "warmup_iters": 2}),
@@ -274,6 +289,12 @@ CASES = [
     bad("per_class_split", "num_val_per_class", lambda: per_class_split(DATA, 2, -1), DATA, kind="range"),
     bad("per_class_split", "num_val_per_class", lambda: per_class_split(DATA, 2, 1.5), DATA, kind="type"),
     bad("per_class_split", "seed", lambda: per_class_split(DATA, seed=None), DATA, kind="none"),
+    bad("per_class_split", "seed", lambda: per_class_split(DATA, seed=HUGE), DATA, kind="beyond-generator"),
+    # issue 47: 10 nodes with 5 training per class gave a 10/0/0 split silently
+    bad("per_class_split", "num_train_per_class", lambda: per_class_split(TEN, 5, 1), TEN, kind="no-val-no-test"),
+    bad("per_class_split", "num_train_per_class", lambda: per_class_split(TEN, 4, 1), TEN, kind="no-test"),
+    bad("load_graph", "num_train_per_class", lambda: load_graph(TEN, split="per_class"), TEN, kind="too-small"),
+    bad("load_graph", "seed", lambda: load_graph("csbm", seed=HUGE, csbm_nodes=100), kind="beyond-generator"),
     # pretrained
     bad("pretrained", "model", lambda: pretrained("gat", DATA, epochs=1), DATA, kind="name"),
     bad("pretrained", "model", lambda: pretrained(None, DATA, epochs=1), DATA, kind="none"),
@@ -286,6 +307,9 @@ CASES = [
     bad("pretrained", "data.x", lambda: pretrained("gcn", NAN_X, epochs=1), NAN_X, kind="nan"),
     bad("pretrained", "data", lambda: pretrained("gcn", EMPTY, epochs=1), EMPTY, kind="empty"),
     bad("pretrained", "data.y", lambda: pretrained("gcn", _data(y=DATA.y - 5), epochs=1), kind="range"),
+    bad("pretrained", "data.val_mask", lambda: pretrained("gcn", NO_VAL, epochs=1), NO_VAL, kind="empty"),
+    bad("pretrained", "data.y", lambda: pretrained("gcn", ONE_CLASS, epochs=1), ONE_CLASS, kind="one-class"),
+    bad("pretrained", "seed", lambda: pretrained("gcn", DATA, seed=HUGE, epochs=1), DATA, kind="beyond-generator"),
     # select_targets
     bad("select_targets", "gnn", lambda: select_targets(None, DATA), DATA, kind="none"),
     bad("select_targets", "gnn", lambda: select_targets("gcn", DATA), DATA, kind="type"),
@@ -296,6 +320,9 @@ CASES = [
     bad("select_targets", "num", lambda: select_targets(GNN, DATA, -1), *W, kind="range"),
     bad("select_targets", "num", lambda: select_targets(GNN, DATA, 2.5), *W, kind="type"),
     bad("select_targets", "seed", lambda: select_targets(GNN, DATA, seed=-4), *W, kind="range"),
+    bad("select_targets", "seed", lambda: select_targets(GNN, DATA, seed=HUGE), *W, kind="beyond-generator"),
+    bad("select_targets", "data.val_mask", lambda: select_targets(GNN, NO_VAL), GNN, NO_VAL, kind="empty"),
+    bad("select_targets", "data.y", lambda: select_targets(GNN2, DATA), GNN2, DATA, kind="gnn-classes"),
     # make_editor
     bad("make_editor", "kind", lambda: make_editor("seed_gnn", GNN, DATA), *W, kind="name"),
     bad("make_editor", "kind", lambda: make_editor(None, GNN, DATA), *W, kind="none"),
@@ -316,6 +343,7 @@ CASES = [
     bad("run_editors", "gnn", lambda: run_editors(None, DATA, [1], [0], kinds=["finetune"]), DATA, kind="none"),
     bad("run_editors", "data.x", lambda: run_editors(GNN, NAN_X, [1], [0], kinds=["finetune"]), GNN, kind="nan"),
     bad("run_editors", "progress", lambda: run_editors(GNN, DATA, [1], [0], ["finetune"], progress=2), *W, kind="type"),
+    bad("run_editors", "kinds", lambda: run_editors(GNN, DATA, [1], [0], ["finetune", "finetune"]), *W, kind="twice"),
 ]
 
 
@@ -343,3 +371,14 @@ def test_rewire_does_not_overflow_on_huge_finite_gradients():
     assert torch.allclose(out, torch.zeros(3, dtype=torch.float64), atol=1e-12)
     out = rewire(torch.full((3,), 1e300, dtype=torch.float64), -torch.eye(3)[:2].double(), gamma=1.0)
     assert torch.allclose(out / 1e300, torch.tensor([0.0, 0.0, 0.5], dtype=torch.float64))
+
+
+def test_per_class_split_truncates_small_classes_as_pyg_does():
+    # PyG's RandomNodeSplit(split="random") takes all of a class with fewer than num_train_per_class nodes,
+    # silently; per_class_split does the same (training first), as long as validation and test nodes remain
+    data = Data(x=torch.rand(13, 2), y=torch.tensor([0] * 3 + [1] * 10), edge_index=torch.zeros(2, 0, dtype=torch.long))
+    out = per_class_split(copy.copy(data), 4, 2)
+    y = data.y
+    assert int(out.train_mask[y == 0].sum()) == 3 and int(out.val_mask[y == 0].sum()) == 0
+    assert int(out.train_mask[y == 1].sum()) == 4 and int(out.val_mask[y == 1].sum()) == 2
+    assert int(out.test_mask.sum()) == 4

@@ -47,11 +47,12 @@ from torch_geometric.data import Data
 from torch_geometric.utils import k_hop_subgraph, subgraph
 
 from ..nn.gnn import MLP
-from ..validation import check_bool, check_float, check_int, check_probability, check_seed
+from ..validation import check_bool, check_float, check_int, check_probability
 from .fast import fused_mlp_step
 from .graph_input import (  # noqa: F401 - importable from here as before
     EVAL_MASKS,
     check_graph,
+    check_seed,
     chunked_outputs,
     edges_of,
     gnn_outputs,

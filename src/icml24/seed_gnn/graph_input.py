@@ -22,7 +22,23 @@ from torch_geometric.utils import is_torch_sparse_tensor, k_hop_subgraph, subgra
 from ..errors import InputError
 from ..validation import check_int, check_tensor
 
-__all__ = ["check_graph", "prepare_graph", "gnn_outputs", "chunked_outputs", "edges_of", "structure_like"]
+__all__ = ["check_graph", "prepare_graph", "gnn_outputs", "chunked_outputs", "edges_of", "structure_like", "check_seed"]
+
+
+def check_seed(seed, name: str = "seed") -> int:
+    """A seed: an integer in [0, 2^63 - 1], so that ``seed + i`` still seeds a ``torch.Generator``.
+
+    Parameters
+    ----------
+    seed : int
+    name : str, default "seed"
+
+    Returns
+    -------
+    int
+    """
+    return check_int(seed, name, min_val=0, max_val=2**63 - 1)
+
 
 EVAL_MASKS = ("train_mask", "val_mask", "test_mask")
 

@@ -282,6 +282,10 @@ class SequentialEditor:
         self._check_open()
         d = self.data
         check_tensor(pred, "pred", shape=(d.num_nodes,), dtype="integer")
+        if int(pred.min()) < 0 or int(pred.max()) >= self.num_classes:
+            raise InputError(
+                f"pred must hold classes 0..{self.num_classes - 1}, got {int(pred.min())}..{int(pred.max())}"
+            )
         return tuple(
             float((pred[m] == d.y[m]).float().mean()) if int(m.sum()) else float("nan")
             for m in (d.train_mask, d.val_mask, d.test_mask)

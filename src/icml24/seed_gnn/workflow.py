@@ -29,10 +29,10 @@ from ..data import csbm, data_root, planetoid
 from ..errors import DataUnavailable, InputError
 from ..nn.gnn import PretrainResult, build_backbone, pretrain_inductive
 from ..runs import note_substitution
-from ..validation import check_bool, check_choice, check_int, check_seed, check_tensor
+from ..validation import check_bool, check_choice, check_int, check_tensor
 from .baselines import EGNNEditor, FineTuneEditor, GREEditor
 from .editor import SeedGNNEditor
-from .graph_input import check_graph, gnn_outputs
+from .graph_input import check_graph, check_seed, gnn_outputs
 from .records import EditRecord
 from .sequential import SequentialEditor
 
@@ -99,7 +99,8 @@ def per_class_split(data: Data, num_train_per_class: int = 20, num_val_per_class
     data : torch_geometric.data.Data
         The graph, with ``y``; its masks are replaced in place.
     num_train_per_class, num_val_per_class : int, default 20 and 30
-        Nodes per class (a class with fewer nodes gives all of them, training first).
+        Nodes per class. A class with fewer nodes gives all it has, training first, as PyG's
+        ``RandomNodeSplit(split="random")`` does with ``num_train_per_class`` (it truncates silently).
     seed : int, default 12345
         Seeds a private generator.
 
@@ -107,6 +108,12 @@ def per_class_split(data: Data, num_train_per_class: int = 20, num_val_per_class
     -------
     torch_geometric.data.Data
         ``data`` with ``train_mask``, ``val_mask`` and ``test_mask``.
+
+    Raises
+    ------
+    InputError
+        If the split cannot be honoured: the per-class sizes would leave no test node, or no validation node
+        although ``num_val_per_class > 0`` (e.g. 10 nodes, 5 training per class). ``data`` is then unchanged.
     """
     num_train_per_class = check_int(num_train_per_class, "num_train_per_class", min_val=1)
     num_val_per_class = check_int(num_val_per_class, "num_val_per_class", min_val=0)
@@ -120,14 +127,20 @@ def per_class_split(data: Data, num_train_per_class: int = 20, num_val_per_class
         raise InputError(f"data.y has {n} labels but data.x has {x.size(0)} nodes", "give one label per node")
     if int(y.min()) < 0:
         raise InputError(f"data.y has negative labels (down to {int(y.min())})", "labels are 0..classes-1")
-    data.train_mask = torch.zeros(n, dtype=torch.bool)
-    data.val_mask = torch.zeros(n, dtype=torch.bool)
+    train, val = torch.zeros(n, dtype=torch.bool), torch.zeros(n, dtype=torch.bool)
     for c in torch.unique(y).tolist():
         idx = (y == c).nonzero().view(-1)
         idx = idx[torch.randperm(idx.numel(), generator=gen)]
-        data.train_mask[idx[:num_train_per_class]] = True
-        data.val_mask[idx[num_train_per_class : num_train_per_class + num_val_per_class]] = True
-    data.test_mask = ~(data.train_mask | data.val_mask)
+        train[idx[:num_train_per_class]] = True
+        val[idx[num_train_per_class : num_train_per_class + num_val_per_class]] = True
+    test = ~(train | val)
+    if not bool(test.any()) or (num_val_per_class and not bool(val.any())):
+        raise InputError(
+            f"num_train_per_class={num_train_per_class} and num_val_per_class={num_val_per_class} leave "
+            f"{int(val.sum())} validation and {int(test.sum())} test nodes of {n}",
+            "lower them: every split needs nodes",
+        )
+    data.train_mask, data.val_mask, data.test_mask = train, val, test
     return data
 
 
@@ -296,6 +309,10 @@ def pretrained(model: str, data: Data, *, seed: int = 0, epochs: int = 200) -> t
     seed = check_seed(seed)
     epochs = check_int(epochs, "epochs", min_val=1)
     check_graph(data)
+    if not bool(data.val_mask.any()):
+        raise InputError("data.val_mask selects no node", "pretraining keeps the best validation checkpoint")
+    if int(data.y.max()) == 0:
+        raise InputError("data.y holds a single class", "a classifier needs at least two classes")
     gnn = build_backbone(model, data.num_features, int(data.y.max()) + 1, seed=seed)
     res = pretrain_inductive(gnn, data, epochs=epochs, seed=seed)
     return gnn, res
@@ -326,8 +343,13 @@ def select_targets(gnn: nn.Module, data: Data, num: int = 50, *, seed: int = 42)
     check_graph(data)
     num = check_int(num, "num", min_val=0)
     seed = check_seed(seed)
+    if not bool(data.val_mask.any()):
+        raise InputError("data.val_mask selects no node", "targets are misclassified validation nodes")
     adj = data.edge_index if getattr(data, "edge_index", None) is not None else data.adj_t
-    pred = gnn_outputs(gnn, data.x, adj).argmax(-1)
+    out = gnn_outputs(gnn, data.x, adj)
+    if out.dim() != 2 or out.size(1) <= int(data.y.max()):
+        raise InputError(f"data.y has labels up to {int(data.y.max())} but the gnn outputs shape {tuple(out.shape)}")
+    pred = out.argmax(-1)
     val = data.val_mask.nonzero().view(-1)
     wrong = val[pred[val] != data.y[val]]
     order = torch.randperm(wrong.numel(), generator=torch.Generator().manual_seed(seed))
@@ -397,6 +419,8 @@ def run_editors(
     kinds = [check_choice(k, "kinds", EDITORS, normalise=False) for k in kinds]
     if not kinds:
         raise InputError("kinds is empty", f"give editor kinds among: {', '.join(EDITORS)}")
+    if len(set(kinds)) != len(kinds):
+        raise InputError(f"kinds names an editor twice: {kinds}", "each kind runs once")
     for value, arg in ((nodes, "nodes"), (labels, "labels")):
         if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or not hasattr(value, "__iter__"):
             raise InputError(f"{arg} must be a sequence of integers, got {type(value).__name__}")
