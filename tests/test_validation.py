@@ -41,6 +41,7 @@ def test_scalars_accept_numpy_and_torch_scalars():
         (lambda: check_probability(1.0, "p", open_right=True), r"p must be in \[0, 1\)"),
         (lambda: check_scalar(1, "flag", bool), "flag must be True or False"),
         (lambda: check_seed(-1), r"seed must be in \[0, inf\]"),
+        (lambda: check_seed(2**64), r"seed must be at most 2\*\*64 - 1"),
         (
             lambda: check_choice("huge", "scale", ["smoke", "quick"]),
             "unknown scale 'huge' .choose one of: smoke, quick",

@@ -211,8 +211,12 @@ def check_bool(value: Any, name: str) -> bool:
     return value
 
 
+SEED_MAX = 2**64 - 1  # torch.Generator.manual_seed overflows beyond
+
+
 def check_seed(seed: Any, name: str = "seed") -> int:
-    """A seed: a non-negative integer (numpy integers accepted, booleans refused).
+    """A seed: an integer in [0, 2^64 - 1], the range ``torch.Generator.manual_seed`` takes (numpy integers
+    accepted, booleans refused).
 
     Parameters
     ----------
@@ -224,7 +228,10 @@ def check_seed(seed: Any, name: str = "seed") -> int:
     int
         The seed as a Python ``int``. Use :func:`check_rng` or :func:`check_generator` for a generator.
     """
-    return check_scalar(seed, name, numbers.Integral, min_val=0)
+    seed = check_scalar(seed, name, numbers.Integral, min_val=0)
+    if seed > SEED_MAX:
+        raise InputError(f"{name} must be at most 2**64 - 1 (torch.Generator's range), got {seed}")
+    return seed
 
 
 def check_rng(seed: Any, name: str = "seed"):

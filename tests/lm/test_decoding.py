@@ -78,6 +78,14 @@ def test_decode_and_model_step_refuse_bad_input():
         (lambda: model_step(3), "forward"),
         (lambda: model_step(model, keyword="kv"), "keyword"),
         (lambda: sample_responses("gpt2", ids, 2, 2, generator=torch.Generator()), "model"),
+        (lambda: sample_responses(torch.nn.Linear(2, 2), ids, 2, 2, generator=torch.Generator()), "model"),
+        (lambda: sample_responses(model, ids + 40, 2, 2, generator=torch.Generator()), "prompt_ids"),
+        (
+            lambda: sample_responses(model, ids, 2, 2, generator=torch.Generator(), allowed_ids=torch.tensor([3, 40])),
+            "allowed_ids",
+        ),
+        (lambda: decode(step, ids, max_new_tokens=2, allowed_ids=torch.tensor([3, 4, 3])), "allowed_ids"),
+        (lambda: decode(lambda s, m, n: torch.full((1, 40), float("nan")), ids, max_new_tokens=2), "step"),
     ]:
         with pytest.raises(InputError, match=name):
             call()

@@ -15,11 +15,9 @@ import torch
 from torch import nn
 
 from ..errors import InputError
-from ..validation import check_choice, check_int, check_tensor
+from ..validation import check_choice, check_int, check_seed, check_tensor
 
 __all__ = ["ConvNet", "AlexNet", "check_model", "reinitialise"]
-
-SEED_MAX = 2**64 - 1  # what torch.Generator.manual_seed takes
 
 
 def reinitialise(module: nn.Module, seed: int) -> nn.Module:
@@ -40,7 +38,7 @@ def reinitialise(module: nn.Module, seed: int) -> nn.Module:
     torch.nn.Module
         ``module`` itself.
     """
-    g = torch.Generator().manual_seed(check_int(seed, "seed", min_val=0, max_val=SEED_MAX))
+    g = torch.Generator().manual_seed(check_seed(seed))
     with torch.no_grad():
         for m in module.modules():
             if isinstance(m, (nn.Conv2d, nn.Linear)):
@@ -60,7 +58,7 @@ def _common(channel, num_classes, width, im_size, seed):
     num_classes = check_int(num_classes, "num_classes", min_val=2)
     width = check_int(width, "width", min_val=1)
     im_size = check_int(im_size, "im_size", min_val=8)
-    seed = None if seed is None else check_int(seed, "seed", min_val=0, max_val=SEED_MAX)
+    seed = None if seed is None else check_seed(seed)
     return channel, num_classes, width, im_size, seed
 
 

@@ -10,8 +10,8 @@ import torch
 from torch import nn
 
 from ..errors import InputError
-from ..validation import check_choice, check_float, check_int
-from .shallow import _check_data, _check_nodes, _torch_seed
+from ..validation import check_choice, check_float, check_int, check_seed
+from .shallow import _check_data, _check_nodes
 
 __all__ = ["fit_gnn"]
 _GPS_HEADS = 4
@@ -80,7 +80,7 @@ def fit_gnn(
     epochs = check_int(epochs, "epochs", min_val=1)
     lr = check_float(lr, "lr", min_val=0.0, include_boundaries="neither")
     weight_decay = check_float(weight_decay, "weight_decay", min_val=0.0)
-    seed = _torch_seed(seed)
+    seed = check_seed(seed)
     train_idx = _check_nodes(train_idx, "train_idx", x.shape[0])
     if torch.unique(y[train_idx]).numel() < 2:
         raise InputError("train_idx holds labelled nodes of one class only", "label nodes of both classes")

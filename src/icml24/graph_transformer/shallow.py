@@ -88,11 +88,6 @@ class HopContext:
 
 
 _PAIRS = ("target", "source", "dist")
-_TORCH_SEED_MAX = 2**64 - 1  # torch.Generator.manual_seed overflows beyond
-
-
-def _torch_seed(seed) -> int:
-    return check_int(seed, "seed", min_val=0, max_val=_TORCH_SEED_MAX)
 
 
 def _check_graph(edge_index, num_nodes, name: str = "edge_index") -> tuple[torch.Tensor, int]:
@@ -241,7 +236,7 @@ class ShallowGT(nn.Module):
         attention = check_choice(attention, "attention", ("softmax", "uniform"))
         init_scale = check_float(init_scale, "init_scale", min_val=0.0)
         init_noise = check_float(init_noise, "init_noise", min_val=0.0)
-        g = torch.Generator().manual_seed(_torch_seed(seed))
+        g = torch.Generator().manual_seed(check_seed(seed))
         super().__init__()
         self.in_channels, self.hops, self.hidden, self.pe, self.attention = d, hops, m, pe, attention
 
@@ -412,7 +407,7 @@ def fit_hinge(
     steps = check_int(steps, "steps", min_val=1)
     lr = check_float(lr, "lr", min_val=0.0, include_boundaries="neither")
     batch_size = check_int(batch_size, "batch_size", min_val=1)
-    seed = _torch_seed(seed)
+    seed = check_seed(seed)
     record_every = check_int(record_every, "record_every", min_val=0)
     train_idx = _check_nodes(train_idx, "train_idx", x.shape[0])
     if torch.unique(y[train_idx]).numel() < 2:

@@ -12,6 +12,7 @@ from torch import Tensor
 
 from ..errors import InputError
 from ..validation import check_bool, check_float, check_int, check_tensor, check_torch_generator
+from .lm_models import vocab_size_of
 from .logprobs import next_token_logprobs
 
 _CACHE_KEYWORDS: dict = {}
@@ -112,8 +113,13 @@ def sample_responses(
     n = check_int(n, "n", min_val=1)
     max_new_tokens = check_int(max_new_tokens, "max_new_tokens", min_val=1)
     generator = check_torch_generator(generator, optional=False)
-    if not isinstance(model, torch.nn.Module):
-        raise InputError(f"model must be a torch.nn.Module (a causal LM), got {type(model).__name__}")
+    if not isinstance(model, torch.nn.Module) or not hasattr(model, "get_output_embeddings"):
+        raise InputError(f"model must be a causal LM (a transformers PreTrainedModel), got {type(model).__name__}")
+    vocab = vocab_size_of(model)
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab):
+        raise InputError(f"prompt_ids must lie in [0, {vocab - 1}] (the model's vocabulary)")
+    if allowed_ids is not None and allowed_ids.numel() and int(allowed_ids.max()) >= vocab:
+        raise InputError(f"allowed_ids must lie in [0, {vocab - 1}] (the model's vocabulary)")
     was_training = model.training
     model.eval()
     try:
@@ -251,6 +257,8 @@ def decode(
     generator = check_torch_generator(generator)
     if allowed_ids is not None:
         allowed_ids = check_tensor(allowed_ids, "allowed_ids", ndim=1, dtype="integer")
+        if int(allowed_ids.min()) < 0 or allowed_ids.unique().numel() != allowed_ids.numel():
+            raise InputError("allowed_ids must hold distinct non-negative token ids")
     eos_token_id = check_int(eos_token_id, "eos_token_id", min_val=0, allow_none=True)
     pad_token_id = check_int(pad_token_id, "pad_token_id", min_val=0, allow_none=True)
     pad = eos_token_id if pad_token_id is None else pad_token_id
@@ -260,6 +268,8 @@ def decode(
     new = ids.size(1)
     for _ in range(max_new_tokens):
         logits = step(seq, mask, new).float()
+        if not bool(torch.isfinite(logits).any(-1).all()) or bool(torch.isnan(logits).any()):
+            raise InputError("step gave NaN logits or no finite logit for a row (a model with non-finite weights?)")
         for warp in warpers:
             logits = warp(seq, logits)
         sub = next_token_logprobs(logits, allowed_ids)
