@@ -177,6 +177,79 @@ CASES = [
     bad("train_members_loop", "steps", lambda: ee.train_members_loop(factory, XA, YA, steps=-1), XA, kind="range"),
 ]
 
+# issue 47: torch errors escaping the forwards, silent acceptances, raw errors from the user's callables
+F64 = torch.float64
+STACKED = {"weights.0": torch.ones(2, 8, 16), "weights.1": torch.ones(2, 8, 8), "weights.2": torch.ones(2, 3, 8)}
+CASES += [
+    bad("NTKMLP.forward", "x", lambda: MLP(torch.randn(2, 15)), MLP, kind="shape"),
+    bad("NTKMLP.forward", "x", lambda: MLP(torch.tensor(1.0)), MLP, kind="scalar"),
+    bad("NTKMLP.forward", "x", lambda: MLP(torch.ones(2, 16, dtype=torch.long)), MLP, kind="dtype"),
+    bad("NTKMLP.forward", "x", lambda: MLP(torch.ones(2, 16, dtype=F64)), MLP, kind="float64"),
+    bad("NTKMLP.forward", "x", lambda: MLP(torch.full((2, 16), math.nan)), MLP, kind="nan"),
+    bad("NTKMLP.forward", "x", lambda: MLP(np.ones((2, 16))), MLP, kind="type"),
+    bad("NTKMLP.forward", "x", lambda: MLP(None), MLP, kind="none"),
+    bad("NTKMLP.forward", "x", lambda: MLP(torch.ones(0, 16)), MLP, kind="empty"),
+    bad("GroupCNN.forward", "x", lambda: CNN(torch.randn(2, 3, 8, 8)), CNN, kind="channels"),
+    bad("GroupCNN.forward", "x", lambda: CNN(torch.randn(1, 8, 8)), CNN, kind="unbatched"),
+    bad("GroupCNN.forward", "x", lambda: CNN(torch.randn(2, 1, 8, 6)), CNN, kind="not-square"),
+    bad("GroupCNN.forward", "x", lambda: CNN(torch.ones(2, 1, 8, 8, dtype=torch.long)), CNN, kind="dtype"),
+    bad("GroupCNN.forward", "x", lambda: CNN(torch.ones(2, 1, 8, 8, dtype=F64)), CNN, kind="float64"),
+    bad("GroupCNN.forward", "x", lambda: CNN(torch.full((2, 1, 8, 8), math.nan)), CNN, kind="nan"),
+    bad("GroupCNN.forward", "x", lambda: CNN(np.ones((2, 1, 8, 8))), CNN, kind="type"),
+    bad("GroupCNN.forward", "x", lambda: CNN(None), CNN, kind="none"),
+    bad("GroupCNN.forward", "x", lambda: CNN(torch.ones(0, 1, 8, 8)), CNN, kind="empty"),
+    bad("OrbitAveraged.forward", "x", lambda: ee.OrbitAveraged(MLP)(torch.randn(2, 1, 3, 3)), MLP, kind="size"),
+    bad("OrbitAveraged.forward", "model", lambda: ee.OrbitAveraged(lambda v: "s")(X), X, kind="returns-str"),
+    bad("OrbitAveraged.forward", "x", lambda: ee.OrbitAveraged(MLP)(X.long()), MLP, kind="dtype"),
+    bad("relu_ntk", "x1", lambda: ee.relu_ntk(np.full((2, 3), 1e300)), kind="overflow"),
+    bad("NTKEnsembleMean.fit", "y", lambda: ee.NTKEnsembleMean().fit(XA, YA), XA, YA, kind="integer-labels"),
+    bad("NTKEnsembleMean.fit", "y", lambda: ee.NTKEnsembleMean().fit(XA, "abc"), XA, kind="str"),
+    bad("Group.act_output", "y", lambda: C4.act_output("abc", 1), kind="str"),
+    bad("augment", "y", lambda: ee.augment(X, Y.numpy()), X, kind="mixed-types"),
+    bad("augment", "x", lambda: ee.augment(torch.ones(6, 1, 4, 4, dtype=torch.complex64), Y), Y, kind="complex"),
+    bad("augment", "y", lambda: ee.augment(X, torch.ones(6, dtype=torch.complex64)), X, kind="complex"),
+    bad("augment", "y", lambda: ee.augment(XNP, np.array(list("abcdef"))), XNP, kind="str"),
+    bad("is_orbit_closed", "x", lambda: ee.is_orbit_closed(torch.ones(2, 4, 4, dtype=torch.complex64)), kind="complex"),
+    bad("check_images", "x", lambda: ee.check_images(torch.ones(2, 4, 4, dtype=torch.complex64)), kind="complex"),
+    bad("check_images", "x", lambda: ee.check_images(torch.ones(2, 4, 4, dtype=torch.bool)), kind="bool"),
+    bad("targets", "y", lambda: ee.targets(torch.tensor(1.0)), kind="scalar"),
+    bad("targets", "classes", lambda: ee.targets(torch.ones(3, 2), 5), kind="float-targets"),
+    bad("train_ensemble", "factory", lambda: ee.train_ensemble(lambda: 1 / 0, XA, YA), XA, YA, kind="raises"),
+    bad(
+        "train_ensemble", "lr", lambda: ee.train_ensemble(factory, XA, YA, members=1, steps=20, lr=1e9), kind="diverges"
+    ),
+    bad("make_members", "factory", lambda: ee.make_members(lambda: 1 / 0, 2), kind="raises"),
+    bad("make_members", "factory", lambda: ee.make_members(torch.nn.Linear, 2), kind="needs-arguments"),
+    bad("Ensemble", "params", lambda: ee.Ensemble(MLP, {"weights.0": 3}), MLP, kind="not-tensor"),
+    bad("Ensemble", "params", lambda: ee.Ensemble(MLP, {"w": torch.ones(2, 3)}), MLP, kind="unknown-name"),
+    bad("Ensemble", "params", lambda: ee.Ensemble(MLP, {"weights.0": torch.ones(2, 8, 16)}), MLP, kind="missing"),
+    bad("Ensemble", "params", lambda: ee.Ensemble(MLP, {**STACKED, "weights.2": torch.ones(2, 3)}), MLP, kind="shape"),
+    bad("Ensemble", "params", lambda: ee.Ensemble(MLP, {k: v * math.nan for k, v in STACKED.items()}), kind="nan"),
+    bad("Ensemble", "params", lambda: ee.Ensemble(MLP, {k: v[:0] for k, v in STACKED.items()}), kind="no-members"),
+    bad("Ensemble", "buffers", lambda: ee.Ensemble(MLP, STACKED, "b"), MLP, kind="type"),
+    bad("Ensemble", "buffers", lambda: ee.Ensemble(MLP, STACKED, {"b": torch.ones(2, 3)}), MLP, kind="unknown-name"),
+    bad("Ensemble.subset", "index", lambda: ENS.subset([0, 0]), ENS, kind="duplicate"),
+    bad("orbit_outputs", "x", lambda: ee.orbit_outputs(MLP, torch.ones(2, 1, 3, 3)), MLP, kind="size"),
+    bad("orbit_outputs", "x", lambda: ee.orbit_outputs(MLP, X.long()), MLP, kind="dtype"),
+    bad("orbit_outputs", "f", lambda: ee.orbit_outputs(lambda v: "abc", X), X, kind="returns-str"),
+    bad("orbit_outputs", "f", lambda: ee.orbit_outputs(lambda v: v * math.nan, X), X, kind="returns-nan"),
+    bad("orbit_outputs", "f", lambda: ee.orbit_outputs(lambda v: 1 / 0, X), X, kind="raises"),
+    bad(
+        "train_members_loop",
+        "x",
+        lambda: ee.train_members_loop(factory, torch.ones(6, 1, 3, 3), Y),
+        kind="architecture",
+    ),
+    bad("train_members_loop", "y", lambda: ee.train_members_loop(factory, X, torch.ones(6, 4)), X, kind="output-shape"),
+    bad("train_members_loop", "factory", lambda: ee.train_members_loop(lambda: 1 / 0, XA, YA), XA, kind="raises"),
+    bad(
+        "train_members_loop",
+        "lr",
+        lambda: ee.train_members_loop(factory, XA, YA, members=1, steps=20, lr=1e9),
+        kind="diverges",
+    ),
+]
+
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_refuses(case):
@@ -185,3 +258,13 @@ def test_refuses(case):
 
 def test_every_public_callable_is_covered():
     assert coverage_gaps(ee, CASES) == {}
+
+
+def test_forwards_keep_working_inside_the_vmapped_trainer():
+    # the forwards' checks run on the unbatched input inside vmap: the trained ensemble equals the loop
+    ens = ee.train_ensemble(factory, XA, YA, members=2, steps=3, lr=0.5)
+    loop = ee.train_members_loop(factory, XA, YA, members=2, steps=3, lr=0.5)
+    want = torch.stack([m(X) for m in loop]).detach()
+    assert torch.allclose(ens.member_outputs(X), want, atol=1e-5)
+    cnn = ee.train_ensemble(lambda: ee.GroupCNN(1, (2,), 3), XA, YA, members=2, steps=1)
+    assert cnn.member_outputs(X).shape == (2, 6, 3)

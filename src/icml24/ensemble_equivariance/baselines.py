@@ -19,8 +19,8 @@ import torch
 from torch import nn
 
 from ..errors import InputError
-from ..validation import check_int, check_seed
-from .ensemble import check_training, make_members, member_loss
+from ..validation import check_int, check_seed, check_tensor
+from .ensemble import _check_factory, check_fit, check_training, diverged, make_members, member_loss, orbit_stack
 from .groups import as_group, check_images
 
 __all__ = ["OrbitAveraged", "GroupCNN", "train_members_loop"]
@@ -55,11 +55,8 @@ class OrbitAveraged(nn.Module):
         -------
         torch.Tensor
         """
-        x = check_images(x)
-        if not isinstance(x, torch.Tensor):
-            raise InputError("x must be a torch.Tensor", "convert it with torch.as_tensor")
-        m = self._model[0]
-        return torch.stack([torch.as_tensor(m(self.grp._apply(x, g))) for g in range(self.grp.order)]).mean(0)
+        x = check_images(check_tensor(x, "x", dtype="any"))
+        return orbit_stack(self._model[0], x, self.grp, "model").mean(0)
 
 
 class GroupCNN(nn.Module):
@@ -146,6 +143,12 @@ class GroupCNN(nn.Module):
         -------
         torch.Tensor
         """
+        x = check_images(check_tensor(x, "x", ndim=4))
+        if x.shape[1] != self.lift.shape[1] or x.dtype != self.lift.dtype:
+            raise InputError(
+                f"x must be (N, {self.lift.shape[1]}, H, H) images of dtype {self.lift.dtype}, "
+                f"got shape {tuple(x.shape)} and dtype {x.dtype}"
+            )
         n = self.grp.order
         pad = self.kernel // 2
         h = nn.functional.conv2d(x, self._lift_weight(), padding=pad)
@@ -189,11 +192,12 @@ def train_members_loop(
     list of torch.nn.Module
         The trained members (new modules).
     """
-    if not callable(factory) or isinstance(factory, nn.Module):
-        raise InputError(f"factory must be a callable that returns a new torch.nn.Module, got {type(factory).__name__}")
+    factory = _check_factory(factory)
     members, steps, lr, seed, x, y = check_training(members, steps, lr, seed, x, y)
+    mods = make_members(factory, members, seed)
+    check_fit(mods[0], x, y)
     out = []
-    for m in make_members(factory, members, seed):
+    for m in mods:
         dtype = next(m.parameters()).dtype
         xx, yy = x.to(dtype), y.to(dtype)
         for _ in range(steps):
@@ -205,5 +209,6 @@ def train_members_loop(
                 for p in m.parameters():
                     p -= lr * p.grad
         m.zero_grad(set_to_none=True)
+        diverged(dict(m.named_parameters()), lr)
         out.append(m)
     return out

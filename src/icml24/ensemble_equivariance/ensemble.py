@@ -69,13 +69,39 @@ def make_members(factory: Callable[[], nn.Module], members: int, seed: int = 0) 
     with torch.random.fork_rng(devices=[]):
         for i in range(members):
             torch.manual_seed(seed * 100003 + i)
-            m = factory()
+            m = _call(factory, "factory()")
             if not isinstance(m, nn.Module):
                 raise InputError(f"factory must return a torch.nn.Module, got {type(m).__name__}")
             if not any(True for _ in m.parameters()):
                 raise InputError("factory must return a module with parameters")
             out.append(m)
     return out
+
+
+def _call(fn: Callable, what: str, *args: Any) -> Any:
+    """``fn(*args)``; an exception raised inside is the caller's bad argument, named by ``what``."""
+    try:
+        return fn(*args)
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the user's callable failed on what it was given
+        first = (str(exc).strip().splitlines() or [""])[0][:160]
+        raise InputError(f"{what} failed: {type(exc).__name__}: {first}") from None
+
+
+def check_fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> None:
+    """Refuse ``x`` the model cannot take and ``y`` unlike its outputs (one probe row; the RNG is untouched)."""
+    dtype = next(model.parameters()).dtype
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        out = _call(model, "the members' forward on x", x[:1].to(dtype))
+    if tuple(out.shape[1:]) != tuple(y.shape[1:]):
+        raise InputError(f"y must match the output shape {tuple(out.shape[1:])} per row, got {tuple(y.shape[1:])}")
+
+
+def diverged(params: dict, lr: float) -> None:
+    """Refuse a training whose parameters became NaN or infinite (the step size was too large)."""
+    if not all(bool(torch.isfinite(v).all()) for v in params.values()):
+        raise InputError(f"lr {lr:g} makes the training diverge (NaN or infinite parameters)", "lower lr")
 
 
 def targets(y: torch.Tensor, classes: int | None = None) -> torch.Tensor:
@@ -96,7 +122,11 @@ def targets(y: torch.Tensor, classes: int | None = None) -> torch.Tensor:
     y = check_tensor(y, "y", dtype="any")
     if y.dtype == torch.bool or y.is_complex():
         raise InputError(f"y must hold integer labels or real targets, got dtype {y.dtype}")
+    if y.ndim == 0:
+        raise InputError("y must have a leading sample dimension (N,) or (N, ...), got a scalar")
     if y.is_floating_point():
+        if classes is not None:
+            raise InputError("classes applies to integer labels, but y holds float targets", "leave classes=None")
         return y.detach().clone().float()
     if y.ndim != 1:
         raise InputError(f"y must be (N,) labels when it holds integers, got shape {tuple(y.shape)}")
@@ -145,9 +175,24 @@ class Ensemble:
     def __init__(self, base: nn.Module, params: dict, buffers: dict | None = None) -> None:
         if not isinstance(base, nn.Module):
             raise InputError(f"base must be a torch.nn.Module, got {type(base).__name__}")
-        if not isinstance(params, dict) or not params:
-            raise InputError("params must be a non-empty dict of stacked tensors")
-        sizes = {int(v.shape[0]) for v in params.values()}
+        stacked = {}
+        for arg, value, names in (
+            ("params", params, base.named_parameters()),
+            ("buffers", buffers or {}, base.named_buffers()),
+        ):
+            if not isinstance(value, dict) or (arg == "params" and not value):
+                raise InputError(f"{arg} must be a non-empty dict of stacked tensors, got {type(value).__name__}")
+            shapes = {n: tuple(t.shape) for n, t in names}
+            for k, v in value.items():
+                v = check_tensor(v, arg, dtype="any" if arg == "buffers" else "float")
+                if k not in shapes or tuple(v.shape[1:]) != shapes[k]:
+                    raise InputError(
+                        f"{arg} entry {k!r} of shape {tuple(v.shape)} is not a stacked {type(base).__name__} {arg[:-1]}"
+                    )
+                stacked[k] = v
+        if set(params) != {n for n, _ in base.named_parameters()}:
+            raise InputError(f"params must hold every parameter of {type(base).__name__}, got {sorted(params)}")
+        sizes = {int(v.shape[0]) for v in stacked.values()}
         if len(sizes) != 1:
             raise InputError(f"params must share one leading member dimension, got sizes {sorted(sizes)}")
         self.base = copy.deepcopy(base)
@@ -182,6 +227,8 @@ class Ensemble:
         idx = [check_int(i, "index", min_val=0, max_val=self.members - 1) for i in index]
         if not idx:
             raise InputError("index is empty", "give at least one member")
+        if len(set(idx)) != len(idx):
+            raise InputError(f"index must list distinct members, got {idx}")
         t = torch.tensor(idx)
         return Ensemble(
             self.base, {k: v[t] for k, v in self.params.items()}, {k: v[t] for k, v in self.buffers.items()}
@@ -289,14 +336,7 @@ def train_ensemble(
     dtype = next(iter(params.values())).dtype
     x = x.to(dtype)
     y = y.to(dtype)
-    try:
-        out = functional_call(
-            base, ({k: v[0] for k, v in params.items()}, {k: v[0] for k, v in buffers.items()}), (x[:1],)
-        )
-    except RuntimeError as exc:
-        raise InputError(f"x does not fit the members' architecture: {str(exc).splitlines()[0]}") from None
-    if tuple(out.shape[1:]) != tuple(y.shape[1:]):
-        raise InputError(f"y must match the output shape {tuple(out.shape[1:])} per row, got {tuple(y.shape[1:])}")
+    check_fit(mods[0], x, y)
 
     def loss(p, b, xx, yy):
         pred = functional_call(base, (p, b), (xx,))
@@ -306,11 +346,13 @@ def train_ensemble(
     result_snaps: dict[int, Ensemble] = {}
     for s in range(steps + 1):
         if s in checkpoints:
+            diverged(params, lr)
             result_snaps[s] = Ensemble(base, {k: v.clone() for k, v in params.items()}, buffers)
         if s == steps:
             break
         grads = step_fn(params, buffers, x, y)
         params = {k: v - lr * grads[k] for k, v in params.items()}
+    diverged(params, lr)
     ens = Ensemble(base, params, buffers)
     ens.snapshots = result_snaps
     return ens
@@ -348,10 +390,21 @@ def orbit_outputs(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, gr
         for m, _ in was:
             m.train(False)
         with torch.no_grad():
-            return torch.stack([torch.as_tensor(f(grp._apply(x, g))) for g in range(grp.order)])
+            return orbit_stack(f, x, grp)
     finally:
         for m, mode in was:
             m.train(mode)
+
+
+def orbit_stack(f: Callable, x: torch.Tensor, grp, name: str = "f") -> torch.Tensor:
+    """``f(g x)`` for every element, stacked; what ``f`` returns must be a finite tensor (or array)."""
+    outs = []
+    for g in range(grp.order):
+        out = _call(lambda v: torch.as_tensor(f(v)), f"{name}(x)", grp._apply(x, g))
+        if out.is_complex() or (out.is_floating_point() and not bool(torch.isfinite(out.detach()).all())):
+            raise InputError(f"{name} returned complex, NaN or infinite outputs on x")
+        outs.append(out)
+    return torch.stack(outs)
 
 
 def _check_outputs(outputs: Any, name: str = "outputs") -> torch.Tensor:

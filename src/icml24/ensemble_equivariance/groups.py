@@ -53,10 +53,7 @@ def check_images(x: Any, name: str = "x", *, finite: bool = True):
     torch.Tensor or numpy.ndarray
         ``x`` itself (tensors) or a checked copy (arrays and lists).
     """
-    if isinstance(x, torch.Tensor):
-        x = check_tensor(x, name, dtype="any", finite=finite)
-    else:
-        x = check_array(x, name, dtype="float", finite=finite)
+    x = check_values(x, name, finite=finite, numpy_dtype="float")
     if x.ndim < 2:
         raise InputError(f"{name} must be images with shape (..., H, W), got shape {tuple(x.shape)}")
     if x.shape[-1] != x.shape[-2]:
@@ -65,6 +62,34 @@ def check_images(x: Any, name: str = "x", *, finite: bool = True):
             "crop or pad the images to a square",
         )
     return x
+
+
+def check_values(y: Any, name: str = "y", *, finite: bool = True, numpy_dtype: str | None = None):
+    """A tensor (returned as it is) or an array (a checked copy) of real numbers: booleans, complex numbers and
+    strings are refused.
+
+    Parameters
+    ----------
+    y : torch.Tensor or numpy.ndarray or array-like
+    name : str, default "y"
+    finite : bool, default True
+        Refuse NaN and infinite entries.
+    numpy_dtype : {"float"} or None, default None
+        ``"float"`` converts integer arrays to float64; None keeps their dtype.
+
+    Returns
+    -------
+    torch.Tensor or numpy.ndarray
+    """
+    if isinstance(y, torch.Tensor):
+        y = check_tensor(y, name, dtype="any", finite=finite)
+        kind = "c" if y.is_complex() else "b" if y.dtype == torch.bool else "f"
+    else:
+        y = check_array(y, name, dtype=numpy_dtype, finite=finite)
+        kind = y.dtype.kind
+    if kind not in "fiu":
+        raise InputError(f"{name} must hold real numbers, got dtype {y.dtype}")
+    return y
 
 
 def check_vectors(y: Any, name: str = "y") -> None:
@@ -252,9 +277,8 @@ class Group:
         output = check_choice(output, "output", OUTPUTS)
         g = self._element(g)
         if output == "invariant":
-            if isinstance(y, torch.Tensor):
-                return check_tensor(y, "y", dtype="any", finite=False).clone()
-            return check_array(y, "y", dtype=None, finite=False)
+            y = check_values(y, finite=False)
+            return y.clone() if isinstance(y, torch.Tensor) else y
         if output == "vector":
             if isinstance(y, torch.Tensor):
                 y = check_tensor(y, "y", dtype="float", finite=False)
@@ -341,10 +365,9 @@ def augment(x, y, grp: Any = "c4", *, mode: str = "orbit", output: str = "invari
     x = check_images(x)
     if x.ndim < 3 or x.shape[0] < 1:
         raise InputError(f"x must be a batch of images (N, ..., H, H) with N >= 1, got shape {tuple(x.shape)}")
-    if isinstance(y, torch.Tensor):
-        y = check_tensor(y, "y", dtype="any")
-    else:
-        y = check_array(y, "y", dtype=None)
+    y = check_values(y)
+    if isinstance(y, torch.Tensor) != isinstance(x, torch.Tensor):
+        raise InputError(f"y must be of x's kind ({type(x).__name__}), got {type(y).__name__}")
     if y.ndim < 1 or y.shape[0] != x.shape[0]:
         raise InputError(f"y must have {x.shape[0]} rows like x, got shape {tuple(y.shape)}")
     if output == "image":

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from ..errors import InputError
-from ..validation import check_array, check_float, check_int, check_seed
+from ..validation import check_array, check_float, check_int, check_seed, check_tensor
 from .groups import as_group, is_orbit_closed
 
 __all__ = ["relu_ntk", "NTKEnsembleMean", "NTKMLP"]
@@ -35,6 +35,8 @@ def _check_points(x: Any, name: str, d: int | None = None) -> np.ndarray:
     a = a.reshape(len(a), -1).astype(np.float64)
     if d is not None and a.shape[1] != d:
         raise InputError(f"{name} must have {d} features per row like the training inputs, got {a.shape[1]}")
+    if not np.isfinite(np.einsum("ij,ij->i", a, a)).all():  # bounds every inner product of the kernel too
+        raise InputError(f"{name} has entries too large: their squared norms overflow float64")
     return a
 
 
@@ -151,7 +153,11 @@ class NTKEnsembleMean:
         """
         if isinstance(y, torch.Tensor):
             y = y.detach().cpu().numpy()
-        yy = check_array(y, "y", dtype="float", ndim=(1, 2))
+        yy = check_array(y, "y", dtype=None, ndim=(1, 2))
+        if yy.dtype.kind != "f":
+            raise InputError(
+                f"y must hold float targets, got dtype {yy.dtype}", "one-hot integer labels with targets(y)"
+            )
         xx = _check_points(x, "x")
         if len(yy) != len(xx):
             raise InputError(f"y must have {len(xx)} rows like x, got {len(yy)}")
@@ -248,6 +254,14 @@ class NTKMLP(nn.Module):
         -------
         torch.Tensor
         """
+        x = check_tensor(x, "x", dtype="float")
+        if x.ndim < 2 or x[0].numel() != self.in_features:
+            raise InputError(
+                f"x must be (N, {self.in_features}) or images of {self.in_features} entries per row, "
+                f"got shape {tuple(x.shape)}"
+            )
+        if x.dtype != self.weights[0].dtype:
+            raise InputError(f"x must have the weights' dtype {self.weights[0].dtype}, got {x.dtype}")
         h = x.reshape(x.shape[0], -1)
         for i, (w, s) in enumerate(zip(self.weights, self.scales)):
             if i:
