@@ -223,6 +223,52 @@ CASES = [
     bad("greedy_decode_speed", "prompt", lambda: greedy_decode_speed(P, X[:, :0]), P, kind="empty"),
 ]
 
+# issue 47: raw errors, silent acceptances and a model changed by a failing call
+PT = LlamaForCausalLM(P.config).train()  # a model in train mode: a refusal must leave its mode and weights
+G2 = tiny_gpt2(17, n_positions=16, n_embd=8, n_layer=1, n_head=2).train()  # 16 positions at most
+LONG = torch.randint(17, (2, 2, 40), generator=torch.Generator().manual_seed(1))
+FULL = dict(num_layers=2, hidden_size=32, num_heads=4, intermediate_size=48)
+
+
+def scores(**kw):
+    base = dict(hidden=torch.ones(32), heads=torch.ones(1, 4), kv=torch.ones(1, 2), neurons=torch.ones(1, 48))
+    return tl.WidthScores(**{**base, **kw})
+
+
+CASES += [
+    bad("token_frequencies", "texts", lambda: token_frequencies(TOK, {"the": 1}), TOK, kind="dict"),
+    bad("compact_tokenizer", "corpus", lambda: compact_tokenizer(TOK, COUNTS * np.nan, 10), TOK, kind="nan"),
+    bad("compact_tokenizer", "corpus", lambda: compact_tokenizer(TOK, COUNTS + 0.5, 10), TOK, kind="fraction"),
+    bad(
+        "compact_tokenizer",
+        "corpus",
+        lambda: compact_tokenizer(TOK, np.full(COUNTS.shape, np.inf), 10),
+        TOK,
+        kind="inf",
+    ),
+    bad("compact_tokenizer", "corpus", lambda: compact_tokenizer(TOK, COUNTS.astype(complex), 10), TOK, kind="complex"),
+    bad("token_coverage", "counts", lambda: token_coverage(CT, COUNTS * np.nan), CT, kind="nan"),
+    bad("token_coverage", "counts", lambda: token_coverage(CT, COUNTS.astype(str)), CT, kind="str"),
+    bad("token_coverage", "counts", lambda: token_coverage(CT, COUNTS > 0), CT, kind="bool"),
+    bad("token_coverage", "counts", lambda: token_coverage(CT, np.full(COUNTS.shape, np.inf)), CT, kind="inf"),
+    bad("inherit", "hidden_size", lambda: small(hidden_size=15), P, kind="heads-divide"),
+    bad("inherit", "scores", lambda: small(scores=scores(hidden=torch.ones(3))), P, kind="shape"),
+    bad("inherit", "scores", lambda: small(scores=scores(neurons=torch.full((1, 48), NAN))), P, kind="nan"),
+    bad("inherit", "criterion", lambda: inherit(P, **FULL, criterion="magic"), P, kind="name-at-full-size"),
+    bad("inherit", "batches", lambda: inherit(P, **FULL, batches="x"), P, kind="type-at-full-size"),
+    bad("inherit", "mask_steps", lambda: small(criterion="mask", batches=X, mask_steps=-1), P, kind="range"),
+    bad("width_scores", "targets", lambda: width_scores(P, "mask", batches=X, targets=(1, 2)), P, kind="length"),
+    bad("sheared_masks", "batches", lambda: masks(sheared_masks, batches=X[:0]), P, kind="empty"),
+    bad("sheared_masks", "batches", lambda: masks(sheared_masks, batches=X > 3), P, kind="bool"),
+    bad("sheared_masks", "lr", lambda: masks(sheared_masks, lr=1e30, steps=3), P, kind="diverges"),
+    bad("width_for_params", "target_params", lambda: width_for_params(10**400, 100, 2), kind="overflow"),
+    bad("train_on_batches", "config", lambda: train_on_batches(PT, B, recipe(3, lr=1e30)), PT, B, kind="diverges"),
+    bad("train_on_batches", "batches", lambda: train_on_batches(G2, LONG), G2, kind="too-long"),
+    bad("batch_losses", "batches", lambda: batch_losses(G2, LONG), G2, kind="too-long"),
+    bad("evaluate", "blocks", lambda: evaluate(G2, LONG[0]), G2, kind="too-long"),
+    bad("greedy_decode_speed", "prompt", lambda: greedy_decode_speed(G2, LONG[0, :1, :15], 4), G2, kind="too-long"),
+]
+
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_refuses(case):
@@ -236,3 +282,14 @@ def test_every_public_callable_is_covered():
         "RoundResult": "plain record of a training round",
     }
     assert coverage_gaps(tl, CASES, exempt=exempt) == {}
+
+
+def test_measurements_leave_every_module_mode_as_it_was():
+    # greedy_decode_speed put the model in eval mode for good; batch_losses and evaluate restored the top flag only
+    mixed = LlamaForCausalLM(P.config).train()
+    mixed.model.layers[0].eval()
+    want = [m.training for m in mixed.modules()]
+    greedy_decode_speed(mixed, X[:1, :4], 2)
+    batch_losses(mixed, B)
+    evaluate(mixed, X)
+    assert [m.training for m in mixed.modules()] == want

@@ -17,7 +17,7 @@ from torch import Tensor
 
 from ..errors import InputError
 from ..runs import atomic_write_bytes
-from ..validation import check_int
+from ..validation import check_float, check_int
 from .lm_models import batch_to, model_device, tiny_gpt2
 
 log = logging.getLogger(__name__)
@@ -51,6 +51,13 @@ class TrainConfig:
         Save a checkpoint every this many steps (when :func:`train_lm` is given a path).
     seed : int, default 0
         Seed of the data generator.
+
+    Raises
+    ------
+    InputError
+        At construction, naming the field: a negative or non-integer count, ``batch_size`` or
+        ``checkpoint_every`` below 1, a learning rate that is not positive and finite, a negative or
+        non-finite ``min_lr``, ``weight_decay`` or ``grad_clip``, or ``betas`` that are not two numbers in [0, 1).
     """
 
     steps: int = 500
@@ -64,6 +71,18 @@ class TrainConfig:
     log_every: int = 50
     checkpoint_every: int = 100
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        ints = {"steps": 0, "batch_size": 1, "warmup": 0, "log_every": 0, "checkpoint_every": 1, "seed": 0}
+        for name, low in ints.items():
+            setattr(self, name, check_int(getattr(self, name), name, min_val=low))
+        self.lr = check_float(self.lr, "lr", min_val=0.0, include_boundaries="neither")
+        for name in ("min_lr", "weight_decay", "grad_clip"):
+            setattr(self, name, check_float(getattr(self, name), name, min_val=0.0))
+        b = self.betas
+        if isinstance(b, (str, bytes)) or not hasattr(b, "__len__") or len(b) != 2:
+            raise InputError(f"betas must be a pair of numbers in [0, 1), got {b!r}")
+        self.betas = tuple(check_float(v, "betas", min_val=0.0, max_val=1.0, include_boundaries="left") for v in b)
 
     def lr_at(self, step: int) -> float:
         """Return the learning rate at a step: linear warm-up, then cosine decay to ``min_lr``.

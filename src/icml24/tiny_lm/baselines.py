@@ -21,7 +21,7 @@ import torch
 from ..errors import InputError
 from ..validation import check_float, check_int, check_seed
 from .importance import WidthScores, unit_masks
-from .llama import check_llama
+from .llama import check_batches, check_llama
 
 BETA, LEFT, RIGHT = 2.0 / 3.0, -0.1, 1.1  # hard-concrete constants of Louizos et al. and Sheared-LLaMA
 
@@ -63,9 +63,10 @@ def width_for_params(target_params: int, vocab_size: int, num_layers: int, *, ff
     -------
     int
     """
-    t = check_int(target_params, "target_params", min_val=1)
-    v = check_int(vocab_size, "vocab_size", min_val=1)
-    n = check_int(num_layers, "num_layers", min_val=1)
+    t, v, n = (
+        check_int(x, k, min_val=1, max_val=2**53)
+        for x, k in zip((target_params, vocab_size, num_layers), ("target_params", "vocab_size", "num_layers"))
+    )
     r = check_float(ffn_ratio, "ffn_ratio", min_val=0.0, include_boundaries="neither")
     a, b = n * (4 + 3 * r), v + 2 * n + 1
     d = int((-b + math.sqrt(b * b + 4 * a * t)) / (2 * a))
@@ -120,11 +121,7 @@ def sheared_masks(
     check_llama(model, "model")
     c = model.config
     vocab = c.vocab_size
-    b = batches
-    if not isinstance(b, torch.Tensor) or b.dim() != 2 or b.is_floating_point() or b.size(1) < 2:
-        raise InputError("batches must be an integer tensor of token ids of shape (n, seq_len >= 2)")
-    if int(b.min()) < 0 or int(b.max()) >= vocab:
-        raise InputError(f"batches hold token ids outside [0, {vocab})")
+    b = check_batches(batches, vocab)
     L, D, H, F = c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.intermediate_size
     t_h = check_int(hidden_size, "hidden_size", min_val=1, max_val=D)
     t_q = check_int(num_heads, "num_heads", min_val=1, max_val=H)
@@ -157,6 +154,8 @@ def sheared_masks(
             loss.backward()
             opt.step()
             opt_lam.step()
+    if not all(bool(torch.isfinite(v).all()) for v in la.values()):
+        raise InputError(f"lr {lr:g} makes the masks diverge (NaN or infinite log_alpha)", "lower lr")
     return WidthScores(
         la["hidden"].detach().double(),
         la["heads"].detach().double(),

@@ -49,6 +49,22 @@ class WidthScores:
     neurons: torch.Tensor
 
 
+def check_scores(scores, dims: dict) -> WidthScores:
+    """``scores`` as :class:`WidthScores` of finite values shaped for a Llama of :func:`llama_dims` ``dims``."""
+    L = dims["layers"]
+    want = {
+        "hidden": (dims["hidden"],),
+        "heads": (L, dims["heads"]),
+        "kv": (L, dims["kv"]),
+        "neurons": (L, dims["ffn"]),
+    }
+    if not isinstance(scores, WidthScores):
+        raise InputError(f"scores must be WidthScores of a {L}-layer trunk, got {type(scores).__name__}")
+    for k, shape in want.items():
+        check_tensor(getattr(scores, k), "scores", shape=shape)
+    return scores
+
+
 def _unit_sums(model, stat) -> WidthScores:
     """Sum ``stat(param)`` (elementwise, same shape) over the elements each unit owns."""
     d = llama_dims(model)
@@ -143,9 +159,10 @@ def width_scores(
         )
     b = check_batches(batches, d["vocab"])
     if criterion == "mask":
-        if targets is None:
+        if isinstance(targets, (str, bytes)) or not hasattr(targets, "__len__") or len(targets) != 3:
             raise InputError(
-                "targets are needed for criterion 'mask'", "pass (hidden_size, num_heads, intermediate_size)"
+                f"targets are needed for criterion 'mask' as three sizes, got {targets!r}",
+                "pass (hidden_size, num_heads, intermediate_size)",
             )
         h, nh, f = targets
         return learn_masks(

@@ -23,12 +23,13 @@ from ..validation import check_bool, check_choice, check_int, check_seed, check_
 from .importance import (  # noqa: F401 - importable from here as before
     CRITERIA,
     WidthScores,
+    check_scores,
     hard_topk_mask,
     learn_masks,
     unit_masks,
     width_scores,
 )
-from .llama import check_llama, llama_dims
+from .llama import check_batches, check_llama, llama_dims
 from .slicing import WidthPlan, default_kv_heads, plan_width, slice_llama  # noqa: F401
 
 LAYER_STRATEGIES = ("first_last", "middle", "random")
@@ -161,6 +162,10 @@ def inherit(
         raise InputError(
             f"num_heads {nh} is more than the parent's {d['heads']} heads", "keep at most the parent's heads"
         )
+    if h % nh:
+        raise InputError(
+            f"hidden_size {h} must be a multiple of num_heads {nh}", "transformers' Llama refuses other shapes"
+        )
     f = check_int(intermediate_size, "intermediate_size", min_val=1)
     if f > d["ffn"]:
         raise InputError(f"intermediate_size {f} is wider than the parent's {d['ffn']}", "a child is not wider")
@@ -186,6 +191,13 @@ def inherit(
         if len(kept_layers) != n or len(set(kept_layers)) != n:
             raise InputError(f"layers must list {n} distinct parent layers, got {list(layers)}")
     vocab_ids = _vocab_ids(vocab, d["vocab"])
+    if scores is None:
+        criterion = check_choice(criterion, "criterion", CRITERIA)
+    else:
+        check_scores(scores, {**d, "layers": n})
+    if batches is not None:
+        batches = check_batches(batches, d["vocab"] if vocab_ids is None else len(vocab_ids))
+    mask_steps = check_int(mask_steps, "mask_steps", min_val=0)
     full = WidthPlan(
         torch.arange(d["hidden"]),
         [torch.arange(d["heads"])] * n,
@@ -196,10 +208,7 @@ def inherit(
     if (h, nh, kv, f) == (d["hidden"], d["heads"], d["kv"], d["ffn"]):
         return trunk
     if scores is None:
-        criterion = check_choice(criterion, "criterion", CRITERIA)
         scores = width_scores(trunk, criterion, batches=batches, targets=(h, nh, f), mask_steps=mask_steps, seed=seed)
-    elif not isinstance(scores, WidthScores) or scores.heads.shape[0] != n:
-        raise InputError(f"scores must be WidthScores of a {n}-layer trunk")
     plan = plan_width(scores, h, nh, kv, f)
     return slice_llama(trunk, list(range(n)), plan, None, rescale_norms=rescale_norms)
 

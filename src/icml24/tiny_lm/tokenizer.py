@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from ..errors import InputError
-from ..validation import check_int
+from ..validation import check_array, check_int
 
 _CHUNK = 200_000  # characters per tokenizer call when counting
 
@@ -47,6 +47,8 @@ def _backend(tokenizer) -> dict:
 def _texts(texts, name: str = "texts") -> list[str]:
     if isinstance(texts, str):
         texts = [texts]
+    if isinstance(texts, dict):
+        raise InputError(f"{name} must be a string or an iterable of strings, got a dict")
     try:
         out = list(texts)
     except TypeError:
@@ -56,6 +58,16 @@ def _texts(texts, name: str = "texts") -> list[str]:
     if not any(out):
         raise InputError(f"{name} holds only empty strings", "give the corpus text")
     return out
+
+
+def _check_counts(counts, n: int, name: str) -> np.ndarray:
+    """Token counts: a numpy array of ``n`` finite, non-negative whole numbers, as ``int64``."""
+    if not isinstance(counts, np.ndarray):
+        raise InputError(f"{name} must be a numpy array of token counts, got {type(counts).__name__}")
+    arr = check_array(counts, name, shape=(n,), allow_empty=True)
+    if (arr < 0).any() or (arr != np.round(arr)).any():
+        raise InputError(f"{name} must hold non-negative whole counts (token_frequencies), got other values")
+    return arr.astype(np.int64)
 
 
 def _encode(tokenizer, text: str) -> list[int]:
@@ -190,9 +202,7 @@ def compact_tokenizer(
     if vocab_size > n_old:
         raise InputError(f"vocab_size {vocab_size} is larger than the parent's {n_old} pieces", "prune, not grow")
     if isinstance(corpus, np.ndarray):
-        if corpus.shape != (n_old,) or not np.issubdtype(corpus.dtype, np.number) or (corpus < 0).any():
-            raise InputError(f"corpus counts must be non-negative numbers of shape ({n_old},), got {corpus.shape}")
-        counts = corpus.astype(np.int64)
+        counts = _check_counts(corpus, n_old, "corpus")
     else:
         counts = token_frequencies(tokenizer, _texts(corpus, "corpus"))
     if counts.sum() == 0:
@@ -298,9 +308,9 @@ def token_coverage(compact: CompactTokenizer, counts: np.ndarray) -> float:
     """
     if not isinstance(compact, CompactTokenizer):
         raise InputError(f"compact must be a CompactTokenizer, got {type(compact).__name__}")
-    n = compact.old_to_new.numel()
-    if not isinstance(counts, np.ndarray) or counts.shape != (n,) or counts.sum() <= 0:
-        raise InputError(f"counts must be a numpy array of shape ({n},) with a positive sum")
+    counts = _check_counts(counts, compact.old_to_new.numel(), "counts")
+    if counts.sum() <= 0:
+        raise InputError("counts must have a positive sum", "count the tokens of some text")
     return float(counts[compact.kept_ids.numpy()].sum() / counts.sum())
 
 

@@ -14,6 +14,7 @@ sampling rate times the number of batches (:func:`resample_batches`).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from dataclasses import dataclass, field
@@ -104,6 +105,33 @@ def check_batches(batches, name: str = "batches", vocab_size: int | None = None)
     return b
 
 
+@contextlib.contextmanager
+def _guarded(model, name: str, *, weights: bool = False, modes: bool = True):
+    """Run a block that uses ``model`` on ``name``: torch's errors inside it become an InputError naming ``name``;
+    on such a failure the model's modes (and, with ``weights``, its state) are restored; with ``modes`` also on
+    success. Out-of-memory errors and interruptions pass through untouched (the training done so far is kept)."""
+    kept = [(m, m.training) for m in model.modules()]
+    saved = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()} if weights else None
+    refused = False
+    try:
+        yield
+    except torch.OutOfMemoryError:
+        raise
+    except InputError:
+        refused = True
+        raise
+    except (IndexError, RuntimeError, ValueError) as exc:
+        refused = True
+        first = (str(exc).strip().splitlines() or [""])[0][:160]
+        raise InputError(f"{name} do not fit the model: {type(exc).__name__}: {first}") from None
+    finally:
+        if saved is not None and refused:
+            model.load_state_dict(saved)
+        if modes or refused:
+            for m, mode in kept:
+                m.train(mode)
+
+
 def _vocab(model) -> int:
     emb = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
     if emb is None:
@@ -147,27 +175,31 @@ def train_on_batches(model, batches: torch.Tensor, config: TrainConfig | None = 
         net = DistributedDataParallel(model)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=cfg.betas, eps=1e-8, weight_decay=cfg.weight_decay)
     res = RoundResult(world_size=world)
-    model.train()
-    t0 = time.perf_counter()
-    tokens = 0
-    for step in range(cfg.steps):
-        for g in opt.param_groups:
-            g["lr"] = cfg.lr_at(step)
-        x = b[step % b.size(0)][rank::world]
-        loss = net(input_ids=x, labels=x).loss
-        if not torch.isfinite(loss):
-            raise InputError(f"the training loss became {float(loss)} at step {step}", "lower the learning rate")
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if cfg.grad_clip:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        opt.step()
-        val = loss.detach().clone()
-        if dist is not None:
-            dist.all_reduce(val)
-            val /= world
-        res.losses.append(float(val))
-        tokens += b.size(1) * b.size(2)
+    with _guarded(model, "batches", weights=True, modes=False):
+        model.train()
+        t0 = time.perf_counter()
+        tokens = 0
+        for step in range(cfg.steps):
+            for g in opt.param_groups:
+                g["lr"] = cfg.lr_at(step)
+            x = b[step % b.size(0)][rank::world]
+            loss = net(input_ids=x, labels=x).loss
+            if not torch.isfinite(loss):
+                raise InputError(
+                    f"the training loss became {loss.item()} at step {step} with config.lr = {cfg.lr:g}",
+                    "lower the learning rate",
+                )
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if cfg.grad_clip:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            opt.step()
+            val = loss.detach().clone()
+            if dist is not None:
+                dist.all_reduce(val)
+                val /= world
+            res.losses.append(float(val))
+            tokens += b.size(1) * b.size(2)
     res.seconds = time.perf_counter() - t0
     res.tokens_per_second = tokens / max(res.seconds, 1e-9)
     model.eval()
@@ -190,11 +222,9 @@ def batch_losses(model, batches: torch.Tensor) -> torch.Tensor:
         ``float64`` of shape ``(n_batches,)``.
     """
     b = check_batches(batches, vocab_size=_vocab(model))
-    was = model.training
-    model.eval()
-    out = torch.tensor([float(model(input_ids=x, labels=x).loss) for x in b], dtype=torch.float64)
-    model.train(was)
-    return out
+    with _guarded(model, "batches"):
+        model.eval()
+        return torch.tensor([float(model(input_ids=x, labels=x).loss) for x in b], dtype=torch.float64)
 
 
 def evaluate(model, blocks: torch.Tensor, *, batch_size: int = 16) -> float:
@@ -214,14 +244,12 @@ def evaluate(model, blocks: torch.Tensor, *, batch_size: int = 16) -> float:
     if x.size(1) < 2 or int(x.min()) < 0 or int(x.max()) >= _vocab(model):
         raise InputError(f"blocks must hold ids in [0, {_vocab(model)}) and at least 2 tokens per row")
     batch_size = check_int(batch_size, "batch_size", min_val=1)
-    was = model.training
-    model.eval()
     total = 0.0
-    with torch.no_grad():
+    with _guarded(model, "blocks"), torch.no_grad():
+        model.eval()
         for i in range(0, x.size(0), batch_size):
             chunk = x[i : i + batch_size]
             total += float(model(input_ids=chunk, labels=chunk).loss) * chunk.size(0)
-    model.train(was)
     return total / x.size(0)
 
 
@@ -289,17 +317,18 @@ def greedy_decode_speed(model, prompt: torch.Tensor, new_tokens: int = 32) -> fl
     if int(x.min()) < 0 or int(x.max()) >= _vocab(model):
         raise InputError(f"prompt holds token ids outside [0, {_vocab(model)})")
     new_tokens = check_int(new_tokens, "new_tokens", min_val=1)
-    model.eval()
-    t0 = time.perf_counter()
-    model.generate(
-        input_ids=x,
-        attention_mask=torch.ones_like(x),
-        max_new_tokens=new_tokens,
-        min_new_tokens=new_tokens,
-        do_sample=False,
-        pad_token_id=0,
-    )
-    return x.size(0) * new_tokens / (time.perf_counter() - t0)
+    with _guarded(model, "prompt and new_tokens"):
+        model.eval()
+        t0 = time.perf_counter()
+        model.generate(
+            input_ids=x,
+            attention_mask=torch.ones_like(x),
+            max_new_tokens=new_tokens,
+            min_new_tokens=new_tokens,
+            do_sample=False,
+            pad_token_id=0,
+        )
+        return x.size(0) * new_tokens / (time.perf_counter() - t0)
 
 
 __all__ = [
