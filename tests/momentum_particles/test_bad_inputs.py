@@ -211,6 +211,46 @@ CASES = [
     bad("GeneratorNet.forward", "y", lambda: GEN(torch.zeros(2, 3, 2), torch.zeros(3, 8)), GEN, kind="shape"),
 ]
 
+# issue 47: raw errors from the user's callables and from extreme steps, silent acceptances in forwards and EM
+RAISES = FunctionModel(lambda th, x, y: (_ for _ in ()).throw(ValueError("bad")), torch.zeros(1, **F64), 1)
+
+
+def crash(model, particles):
+    return 1 / 0
+
+
+CASES += [
+    bad("MPD", "gamma_x", lambda: MPD(1e-3, 1e-2, gamma_x=1e300, eta_x=1e300, eta_theta=1.0), kind="overflow"),
+    bad("MPD", "momentum_theta", lambda: MPD(1e-300, 1e-2, gamma_theta=1e-300, momentum_theta=0.0, eta_x=1.0)),
+    bad("MPD.fit", "callback", lambda: ALG.fit(TOY, Y, 2, callback=crash), TOY, Y, ALG, kind="raises"),
+    bad("MPD.fit", "callback", lambda: ALG.fit(TOY, Y, 2, callback=lambda m, x: "a"), TOY, ALG, kind="returns-str"),
+    bad("MPD.fit", "model", lambda: ALG.fit(RAISES, Y, 2), RAISES, Y, ALG, kind="value-error"),
+    bad(
+        "PGD.fit", "callback", lambda: PGD_ALG.fit(TOY, Y, 2, callback=lambda m, x: {"a": "x"}), TOY, kind="not-number"
+    ),
+    bad("ABP.fit", "callback", lambda: ABP_ALG.fit(TOY, Y, 2, callback=crash), TOY, ABP_ALG, kind="raises"),
+    bad("noise_covariance", "gamma", lambda: noise_covariance(1e-300, 1e-300, 1e-300), kind="underflow"),
+    bad("noise_covariance", "gamma", lambda: noise_covariance(1e300, 1e300, 1.0), kind="overflow"),
+    bad("momentum_from_target", "gamma", lambda: momentum_from_target(0.5, 1e-300, 1e-300), kind="underflow"),
+    bad("flow_step", "gamma", lambda: flow_step(Z, Z, Z, gamma=1e-300, eta=1e-300, h=1.0), Z, kind="underflow"),
+    bad("toy_em", "y", lambda: toy_em(torch.ones(3, 2, **F64), 0.0, 2), kind="columns"),
+    bad("toy_log_likelihood", "y", lambda: toy_log_likelihood(torch.ones(3, 2, **F64), 0.0), kind="columns"),
+    bad("ppca_mle", "y", lambda: ppca_mle(YP * 1e200, 2), kind="overflow"),
+    bad(
+        "ppca_log_likelihood",
+        "W",
+        lambda: ppca_log_likelihood(YP, torch.full((4, 2), 1e200, **F64), torch.zeros(4), 1.0),
+    ),
+    bad("ToyHierarchical.forward", "x", lambda: TOY(X0 * NAN, Y), TOY, Y, kind="nan"),
+    bad("ToyHierarchical.forward", "x", lambda: TOY(X0.float(), Y), TOY, Y, kind="dtype"),
+    bad("ToyHierarchical.forward", "x", lambda: TOY(X0[:0], Y), TOY, Y, kind="empty"),
+    bad("ToyHierarchical.forward", "y", lambda: TOY(X0, None), TOY, X0, kind="none"),
+    bad("PPCA.forward", "x", lambda: PP(torch.zeros(2, 10, 2), YP), PP, YP, kind="dtype"),
+    bad("GeneratorNet.decode", "x", lambda: GEN.decode(torch.zeros(3, 2, **F64)), GEN, kind="dtype"),
+    bad("GeneratorNet.decode", "x", lambda: GEN.decode(torch.tensor(1.0)), GEN, kind="scalar"),
+    bad("GeneratorNet.forward", "x", lambda: GEN(torch.zeros(2, 3, 2, **F64), torch.zeros(3, 9, **F64)), GEN),
+]
+
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_refuses(case):
@@ -224,3 +264,11 @@ def test_every_public_callable_is_covered():
 
 def test_refusal_leaves_the_users_model_mode():
     assert TOY.training and PP.training
+
+
+def test_a_log_density_free_of_theta_gives_zero_parameter_gradients():
+    # MPD and ABP differentiated log p in theta alone and torch refused a graph without theta
+    free = FunctionModel(lambda th, x, y: -0.5 * (x**2).sum(-1) + 0 * y.sum(-1), torch.ones(1, **F64), 1)
+    for alg in (ALG, ABP_ALG):
+        fit = alg.fit(free, Y, 3)
+        assert torch.equal(fit.theta_trace()[-1], torch.ones(1, **F64))

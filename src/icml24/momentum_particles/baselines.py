@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from ..validation import check_float, check_int, check_tensor
+from .models import check_toy_data
 from .particles import ParticleFit, Recorder, RMSProp, check_common, check_preconditioner, evaluate, working_copy
 
 __all__ = ["PGD", "ABP", "toy_em", "ppca_em"]
@@ -202,10 +203,10 @@ def toy_em(y, theta0: float, steps: int) -> list[float]:
     list of float
         ``theta`` at steps ``0..steps``.
     """
-    y = check_tensor(y, "y", ndim=(1, 2), allow_empty=False)
+    y = check_toy_data(y)
     theta = check_float(theta0, "theta0")
     steps = check_int(steps, "steps", min_val=0)
-    ybar = float(y.double().mean())
+    ybar = float(y.mean())
     out = [theta]
     for _ in range(steps):
         theta = 0.5 * (theta + ybar)

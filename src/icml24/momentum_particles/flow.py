@@ -15,8 +15,25 @@ Gaussian noise (:func:`noise_covariance`).
 from __future__ import annotations
 
 import math
+from typing import Callable
 
+from ..errors import InputError
 from ..validation import check_float, check_tensor
+
+_POS = {"min_val": 0.0, "include_boundaries": "neither"}
+
+
+def in_float_range(fn: Callable, names: str, *args: float):
+    """``fn(*args)`` when every number it gives is finite, else an InputError naming ``names`` (extreme products of
+    the frictions, inverse masses and steps underflow to 0 or overflow to infinity)."""
+    try:
+        out = fn(*args)
+    except (ZeroDivisionError, OverflowError):
+        out = math.nan
+    if not all(math.isfinite(v) for v in (out if isinstance(out, tuple) else (out,))):
+        shown = ", ".join(f"{v:g}" for v in args)
+        raise InputError(f"{names} = ({shown}) put the flow's coefficients out of float range", "use moderate values")
+    return out
 
 
 # ------------------------------------------------------------------------------------------------ the maths
@@ -54,9 +71,13 @@ def noise_covariance(gamma: float, eta: float, h: float) -> tuple[float, float, 
     tuple of float
         ``(var_x, cov_xm, var_m)``.
     """
-    gamma = check_float(gamma, "gamma", min_val=0.0, include_boundaries="neither")
-    eta = check_float(eta, "eta", min_val=0.0, include_boundaries="neither")
-    h = check_float(h, "h", min_val=0.0, include_boundaries="neither")
+    gamma = check_float(gamma, "gamma", **_POS)
+    eta = check_float(eta, "eta", **_POS)
+    h = check_float(h, "h", **_POS)
+    return in_float_range(_noise_covariance, "gamma, eta, h", gamma, eta, h)
+
+
+def _noise_covariance(gamma: float, eta: float, h: float) -> tuple[float, float, float]:
     c = gamma * eta
     u = c * h
     var_x = _f_var(u) / (gamma * c)
@@ -84,8 +105,12 @@ def momentum_from_target(momentum: float, gamma: float, h: float) -> float:
         ``eta``.
     """
     momentum = check_float(momentum, "momentum", min_val=0.0, max_val=1.0, include_boundaries="left")
-    gamma = check_float(gamma, "gamma", min_val=0.0, include_boundaries="neither")
-    h = check_float(h, "h", min_val=0.0, include_boundaries="neither")
+    gamma = check_float(gamma, "gamma", **_POS)
+    h = check_float(h, "h", **_POS)
+    return in_float_range(_inverse_mass, "momentum, gamma, h", momentum, gamma, h)
+
+
+def _inverse_mass(momentum: float, gamma: float, h: float) -> float:
     return (1.0 - momentum) / (gamma * h)
 
 
@@ -118,10 +143,10 @@ def flow_step(z, m, force, *, gamma: float, eta: float, h: float):
     z = check_tensor(z, "z", allow_empty=True)
     m = check_tensor(m, "m", shape=tuple(z.shape), allow_empty=True)
     force = check_tensor(force, "force", shape=tuple(z.shape), allow_empty=True)
-    gamma = check_float(gamma, "gamma", min_val=0.0, include_boundaries="neither")
-    eta = check_float(eta, "eta", min_val=0.0, include_boundaries="neither")
-    h = check_float(h, "h", min_val=0.0, include_boundaries="neither")
-    omega, a, b, k = flow_coefficients(gamma, eta, h)
+    gamma = check_float(gamma, "gamma", **_POS)
+    eta = check_float(eta, "eta", **_POS)
+    h = check_float(h, "h", **_POS)
+    omega, a, b, k = in_float_range(flow_coefficients, "gamma, eta, h", gamma, eta, h)
     return z + a * m + b * force, omega * m + k * force
 
 

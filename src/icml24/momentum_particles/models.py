@@ -25,19 +25,12 @@ __all__ = [
 _LOG2PI = math.log(2 * math.pi)
 
 
-def _check_xy(x, y, d: int, y_tail: tuple[int, ...]):
-    """Shapes only (the hot loop's values are checked once, at the boundary of ``fit``)."""
-    if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() != 3:
-        raise InputError("x must be a floating-point torch.Tensor of shape (n_particles, n_data, latent_dim)")
-    if not isinstance(y, torch.Tensor) or not y.is_floating_point():
-        raise InputError("y must be a floating-point torch.Tensor", "convert it with torch.as_tensor")
-    if x.shape[2] != d:
-        raise InputError(f"x must have latent size {d} in its last dimension, got shape {tuple(x.shape)}")
-    if x.shape[1] != y.shape[0] or tuple(y.shape[1:]) != y_tail:
-        raise InputError(
-            f"y must have shape (n_data, {', '.join(map(str, y_tail))}) with n_data = x.shape[1] = {x.shape[1]}, "
-            f"got {tuple(y.shape)}"
-        )
+def _check_xy(x, y, d: int, y_tail: tuple[int, ...], dtype: torch.dtype):
+    """Finite tensors of the model's dtype: particles ``(n_particles, n_data, d)`` and data ``(n_data, *y_tail)``."""
+    x = check_tensor(x, "x", shape=(None, None, d))
+    y = check_tensor(y, "y", shape=(x.shape[1], *y_tail))
+    if x.dtype != dtype or y.dtype != dtype:
+        raise InputError(f"x and y must have the model's dtype {dtype}, got {x.dtype} and {y.dtype}")
     return x, y
 
 
@@ -81,8 +74,16 @@ class ToyHierarchical(nn.Module):
         torch.Tensor
             ``(n_particles, n_data)``.
         """
-        x, y = _check_xy(x, y, self.latent_dim, (self.latent_dim,))
+        x, y = _check_xy(x, y, self.latent_dim, (self.latent_dim,), self.theta.dtype)
         return (-0.5 * (x - self.theta) ** 2 - 0.5 * (y - x) ** 2 - _LOG2PI).sum(-1)
+
+
+def check_toy_data(y) -> torch.Tensor:
+    """The toy model's data for EM and the likelihood: ``(n_data,)`` or ``(n_data, 1)``, as float64 ``(n_data,)``."""
+    y = check_tensor(y, "y", ndim=(1, 2))
+    if y.ndim == 2 and y.shape[1] != 1:
+        raise InputError(f"y must be (n_data,) or (n_data, 1), got shape {tuple(y.shape)}", "one replicate at a time")
+    return y.double().reshape(-1)
 
 
 def toy_log_likelihood(y, theta: float) -> float:
@@ -98,7 +99,7 @@ def toy_log_likelihood(y, theta: float) -> float:
     -------
     float
     """
-    y = check_tensor(y, "y", ndim=(1, 2), allow_empty=False).double().reshape(-1)
+    y = check_toy_data(y)
     theta = check_float(theta, "theta")
     return float((-0.5 * (y - theta) ** 2 / 2.0 - 0.5 * math.log(2 * math.pi * 2.0)).sum())
 
@@ -148,7 +149,7 @@ class PPCA(nn.Module):
         torch.Tensor
             ``(n_particles, n_data)``.
         """
-        x, y = _check_xy(x, y, self.latent_dim, (self.data_dim,))
+        x, y = _check_xy(x, y, self.latent_dim, (self.data_dim,), self.W.dtype)
         resid = y - x @ self.W.T - self.mu
         s2 = torch.exp(2 * self.log_sigma)
         prior = -0.5 * (x**2).sum(-1) - 0.5 * self.latent_dim * _LOG2PI
@@ -198,7 +199,9 @@ def ppca_log_likelihood(y, W, mu, sigma2: float) -> float:
     mu = check_tensor(mu, "mu", shape=(dim,)).double()
     sigma2 = check_float(sigma2, "sigma2", min_val=0.0, include_boundaries="neither")
     cov = W @ W.T + sigma2 * torch.eye(dim, dtype=torch.float64)
-    chol = torch.linalg.cholesky(cov)
+    chol, info = torch.linalg.cholesky_ex(cov)
+    if info or not bool(torch.isfinite(chol).all()):
+        raise InputError("W W^T + sigma2 I is not numerically positive definite", "W is too large for sigma2")
     z = torch.linalg.solve_triangular(chol, (y - mu).T, upper=False)
     logdet = 2 * torch.log(torch.diagonal(chol)).sum()
     n = y.shape[0]
@@ -226,7 +229,10 @@ def ppca_mle(y, latent_dim: int):
     q = check_int(latent_dim, "latent_dim", min_val=1, max_val=dim - 1)
     mu = y.mean(0)
     yc = y - mu
-    evals, evecs = torch.linalg.eigh(yc.T @ yc / n)
+    cov = yc.T @ yc / n
+    if not bool(torch.isfinite(cov).all()):
+        raise InputError("y is too large: its sample covariance overflows float64")
+    evals, evecs = torch.linalg.eigh(cov)
     evals, evecs = evals.flip(0), evecs.flip(1)
     sigma2 = float(evals[q:].mean())
     W = evecs[:, :q] * torch.sqrt(torch.clamp(evals[:q] - sigma2, min=0.0))
@@ -283,8 +289,11 @@ class GeneratorNet(nn.Module):
             ``(..., data_dim)``.
         """
         x = check_tensor(x, "x")
-        if x.shape[-1] != self.latent_dim:
-            raise InputError(f"x must have latent size {self.latent_dim} in its last dimension, got {tuple(x.shape)}")
+        dtype = self.net[0].weight.dtype
+        if x.ndim == 0 or x.shape[-1] != self.latent_dim or x.dtype != dtype:
+            raise InputError(
+                f"x must be (..., {self.latent_dim}) of dtype {dtype}, got shape {tuple(x.shape)} and dtype {x.dtype}"
+            )
         return self.net(x)
 
     def forward(self, x, y):
@@ -302,7 +311,7 @@ class GeneratorNet(nn.Module):
         torch.Tensor
             ``(n_particles, n_data)``.
         """
-        x, y = _check_xy(x, y, self.latent_dim, (self.data_dim,))
+        x, y = _check_xy(x, y, self.latent_dim, (self.data_dim,), self.net[0].weight.dtype)
         resid = y - self.net(x)
         prior = -0.5 * (x**2).sum(-1) - 0.5 * self.latent_dim * _LOG2PI
         lik = -0.5 * (resid**2).sum(-1) / self.sigma**2 - self.data_dim * (math.log(self.sigma) + 0.5 * _LOG2PI)

@@ -180,7 +180,8 @@ def evaluate(model: nn.Module, x, y, *, theta: bool, score: bool):
             raise InputError("model returned NaN or infinite log densities", "check the model and the step sizes")
         total = lp.sum()
         inputs = (params if theta else []) + ([xv] if score else [])
-        grads = torch.autograd.grad(total, inputs, allow_unused=True) if inputs else ()
+        # a log density that does not depend on what is differentiated has zero gradients
+        grads = torch.autograd.grad(total, inputs, allow_unused=True) if total.requires_grad else [None] * len(inputs)
     grads = [torch.zeros_like(i) if g is None else g for g, i in zip(grads, inputs)]
     g_theta = [g / n_p for g in grads[: len(params)]] if theta else None
     g_x = grads[-1] if score else None
@@ -293,10 +294,20 @@ class Recorder:
         f.theta.append(_flat(f.model))
         f.log_p.append(log_p)
         if self.callback is not None:
-            with torch.no_grad():
-                out = self.callback(f.model, f.particles)
-            for k, v in (out or {}).items():
-                f.extra.setdefault(k, []).append(float(v))
+            try:
+                with torch.no_grad():
+                    out = self.callback(f.model, f.particles)
+                out = {k: float(v) for k, v in (out or {}).items()}
+            except InputError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the user's callback failed or returned something else
+                first = (str(exc).strip().splitlines() or [""])[0][:160]
+                raise InputError(
+                    f"callback(model, particles) must return a dict of numbers, failed with {type(exc).__name__}: "
+                    f"{first}"
+                ) from None
+            for k, v in out.items():
+                f.extra.setdefault(k, []).append(v)
 
 
 def check_common(model, y, steps, n_particles, x0, every, callback, seed):
@@ -352,7 +363,9 @@ def working_copy(model: nn.Module, y, x0, n_particles: int, d: int, gen: torch.G
     # a probe: the model accepts particles of this shape and returns one finite value per pair
     try:
         evaluate(work, x[:1], y, theta=True, score=True)
-    except (RuntimeError, TypeError, IndexError) as exc:
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the user's model failed on these particles and data
         first = (str(exc).strip().splitlines() or [""])[0][:200]
         raise InputError(
             f"model(x, y) failed on particles of shape {tuple(x.shape)} and y of shape {tuple(y.shape)}: {first}",
