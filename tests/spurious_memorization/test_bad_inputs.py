@@ -185,6 +185,44 @@ CASES = [
     bad("NetworkInterpolator.predict", "z", lambda: FITTED_NET.predict(Z[:, :4]), FITTED_NET, kind="shape"),
 ]
 
+# issue 47: overflow passed silently, messages that named an internal argument, raw errors from the user's model
+
+
+class Predictor:
+    def __init__(self, predict):
+        self.predict = predict
+
+
+HUGE = Z * 1e200  # finite, but every kernel of it overflows
+BEYOND32 = Z * 1e39  # finite in float64, infinite in the networks' float32
+CRASH = Predictor(lambda z: 1 / 0)
+CASES += [
+    bad("hermite", "degree", lambda: sm.hermite(200, 0.5), kind="range"),
+    bad("hermite", "t", lambda: sm.hermite(4, 1e200), kind="overflow"),
+    bad("RandomFeatures.features", "z", lambda: FM.features(HUGE), FM, HUGE, kind="overflow"),
+    bad("RandomFeatures.kernel", "a", lambda: FM.kernel(HUGE), FM, kind="overflow"),
+    bad("NTKFeatures.infinite_kernel", "a", lambda: NTK.infinite_kernel(Z, HUGE), NTK, kind="overflow"),
+    bad("MinNormInterpolator.fit", "z", lambda: sm.MinNormInterpolator(FM).fit(HUGE, G), FM, HUGE, kind="overflow"),
+    bad(
+        "MinNormInterpolator.fit", "z", lambda: sm.MinNormInterpolator(FM).fit(np.ones((2, D + 1)), G[:2]), kind="cols"
+    ),
+    bad("MinNormInterpolator.predict", "z", lambda: MODEL.predict(HUGE), MODEL, kind="overflow"),
+    bad("MinNormInterpolator.loo_predictions", "z", lambda: MODEL.loo_predictions(np.ones((5, D + 1))), MODEL),
+    bad("MinNormInterpolator.feature_alignment", "z_spurious", lambda: MODEL.feature_alignment(np.ones((5, 2))), MODEL),
+    bad("spurious_accuracy", "model", lambda: sm.spurious_accuracy(CRASH, Z, G), kind="predict-raises"),
+    bad("spurious_accuracy", "model", lambda: sm.spurious_accuracy(sm.MinNormInterpolator, Z, G), kind="class"),
+    bad("spurious_accuracy", "model", lambda: sm.spurious_accuracy(Predictor(lambda z: G[:3]), Z, G), kind="length"),
+    bad("test_accuracy", "model", lambda: sm.test_accuracy(Predictor(lambda z: "ab"), Z, G), kind="predict-str"),
+    bad("control_accuracy", "model", lambda: sm.control_accuracy(CRASH, Z, G), kind="predict-raises"),
+    bad("KernelRidge.fit", "z", lambda: sm.KernelRidge(FM).fit(HUGE, G), FM, HUGE, kind="overflow"),
+    bad("KernelRidge.fit", "z", lambda: sm.KernelRidge(FM).fit(np.ones((5, D + 1)), G), FM, kind="cols"),
+    bad("feature_alignment_refits", "z", lambda: sm.feature_alignment_refits(FM, HUGE, Z), FM, kind="overflow"),
+    bad("NetworkInterpolator", "net", lambda: sm.NetworkInterpolator(torch.nn.Flatten()), kind="no-parameters"),
+    bad("NetworkInterpolator.fit", "lr", lambda: sm.NetworkInterpolator(NET, epochs=3, lr=1e30).fit(Z, G), NET),
+    bad("NetworkInterpolator.fit", "z", lambda: sm.NetworkInterpolator(NET).fit(BEYOND32, G), NET, kind="float32"),
+    bad("NetworkInterpolator.predict", "z", lambda: FITTED_NET.predict(BEYOND32), FITTED_NET, kind="float32"),
+]
+
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_refuses(case):

@@ -18,7 +18,7 @@ import scipy.linalg
 from ..errors import InputError
 from ..validation import check_float
 from .features import FeatureMap, as_array
-from .memorization import MinNormInterpolator, accuracy, check_feature_map, check_mask, check_model
+from .memorization import MinNormInterpolator, accuracy, check_feature_map, check_mask, predictions
 
 __all__ = ["control_accuracy", "resample_spurious", "KernelRidge", "feature_alignment_refits", "loo_refits"]
 
@@ -66,8 +66,7 @@ def control_accuracy(model: Any, z_control: Any, g: Any) -> float:
     -------
     float
     """
-    check_model(model)
-    return accuracy(model.predict(as_array(z_control, "z_control")), g)
+    return accuracy(predictions(model, z_control, "z_control"), g)
 
 
 class KernelRidge:
@@ -101,11 +100,11 @@ class KernelRidge:
         KernelRidge
             ``self``.
         """
-        z = as_array(z, "z")
+        z = self.feature_map.check_inputs(z, "z")
         g = as_array(g, "g", ndim=1)
         if g.shape != (z.shape[0],):
             raise InputError(f"g must have shape ({z.shape[0]},), got {g.shape}")
-        k = self.feature_map.kernel(z)
+        k = self.feature_map._kernel(z, z, "z")
         lam = self.ridge * float(np.mean(np.diag(k)))
         try:
             self._coef = scipy.linalg.solve(k + lam * np.eye(len(k)), g, assume_a="pos")
@@ -129,7 +128,7 @@ class KernelRidge:
         if self._z is None:
             raise InputError("the model is not fitted", "call fit(z, g) first")
         z = self.feature_map.check_inputs(z, "z")
-        return self.feature_map.kernel(z, self._z) @ self._coef
+        return self.feature_map._kernel(z, self._z, "z") @ self._coef
 
 
 def feature_alignment_refits(feature_map: FeatureMap, z: Any, z_spurious: Any) -> np.ndarray:
@@ -158,8 +157,8 @@ def feature_alignment_refits(feature_map: FeatureMap, z: Any, z_spurious: Any) -
     n = len(z)
     if n < 2:
         raise InputError(f"z must hold at least 2 samples (one is left out at a time), got {n}")
-    k = feature_map.kernel(z)
-    c = feature_map.kernel(zs, z)
+    k = feature_map._kernel(z, z, "z")
+    c = feature_map._kernel(zs, z, "z_spurious")
     try:  # a positive definite K has positive definite principal submatrices: check once
         scipy.linalg.cho_factor(k, lower=True, check_finite=False)
     except np.linalg.LinAlgError:

@@ -75,11 +75,13 @@ def hermite(degree: int, t: Any) -> np.ndarray:
     -------
     numpy.ndarray
     """
-    degree = check_int(degree, "degree", min_val=0)
+    degree = check_int(degree, "degree", min_val=0, max_val=170)  # 171! overflows a float
     t = as_array(t, "t", ndim=None)
     c = np.zeros(degree + 1)
     c[degree] = 1.0 / math.sqrt(math.factorial(degree))
-    return He.hermeval(t, c)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
+        out = He.hermeval(t, c)
+    return finite(out, "t")
 
 
 def _poly(features: str, act: str) -> np.ndarray | None:
@@ -207,6 +209,13 @@ def as_array(value: Any, name: str, *, ndim: int | None = 2) -> np.ndarray:
     return check_array(value, name, ndim=ndim).astype(np.float64, copy=False)
 
 
+def finite(out: np.ndarray, name: str) -> np.ndarray:
+    """``out`` when it is finite; else an InputError saying that ``name`` is too large for float64."""
+    if not np.isfinite(out).all():
+        raise InputError(f"{name} is too large: the result overflows float64", "rescale the inputs")
+    return out
+
+
 def _gaussian_moment(j: int) -> float:
     """``E[t^j]`` for ``t ~ N(0, 1)``."""
     return 0.0 if j % 2 else float(np.prod(np.arange(j - 1, 0, -2))) if j else 1.0
@@ -297,6 +306,8 @@ class FeatureMap:
         z = as_array(z, name)
         if z.shape[1] != self.d:
             raise InputError(f"{name} must have {self.d} columns (the map's d), got {z.shape[1]}")
+        if not np.isfinite(np.einsum("ij,ij->i", z, z)).all():  # the kernels' norms and inner products need it
+            raise InputError(f"{name} is too large: its squared norms overflow float64", "rescale the inputs")
         return z
 
     def features(self, z: Any) -> np.ndarray:
@@ -331,10 +342,12 @@ class FeatureMap:
             ``(n, m)``.
         """
         a = self._check(a, "a")
-        b = a if b is None else self._check(b, "b")
-        if self._w is None:
-            return self._infinite(a, b)
-        return self._finite(a, b)
+        return self._kernel(a, a if b is None else self._check(b, "b"), "a or b")
+
+    def _kernel(self, a: np.ndarray, b: np.ndarray, name: str, *, infinite: bool = False) -> np.ndarray:
+        """:meth:`kernel` (or :meth:`infinite_kernel`) of inputs already checked by :meth:`check_inputs`; an
+        overflow is an InputError naming ``name``."""
+        return finite(self._infinite(a, b) if infinite or self._w is None else self._finite(a, b), name)
 
     def infinite_kernel(self, a: Any, b: Any = None) -> np.ndarray:
         """The infinite-width kernel ``E_w[...]`` of this map, whatever its width: the limit of :meth:`kernel`.
@@ -355,8 +368,7 @@ class FeatureMap:
             ``(n, m)``.
         """
         a = self._check(a, "a")
-        b = a if b is None else self._check(b, "b")
-        return self._infinite(a, b)
+        return self._kernel(a, a if b is None else self._check(b, "b"), "a or b", infinite=True)
 
     def _scalar_kernel(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """``E_w[f(w^T a) f(w^T b)]``, ``w ~ N(0, I/d)``."""
@@ -414,7 +426,7 @@ class RandomFeatures(FeatureMap):
         if self._w is None:
             raise InputError("an infinite-width map has no explicit features", "give width=k")
         z = self._check(z, "z")
-        return self._f(z @ self._w.T) / math.sqrt(self.width)
+        return finite(self._f(z @ self._w.T) / math.sqrt(self.width), "z")
 
     def _finite(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         fa = self._f(a @ self._w.T)
@@ -470,7 +482,7 @@ class NTKFeatures(FeatureMap):
             raise InputError("an infinite-width map has no explicit features", "give width=k")
         z = self._check(z, "z")
         g = self._f(z @ self._w.T)
-        return (z[:, :, None] * g[:, None, :]).reshape(z.shape[0], -1) / math.sqrt(self.d * self.width)
+        return finite((z[:, :, None] * g[:, None, :]).reshape(z.shape[0], -1) / math.sqrt(self.d * self.width), "z")
 
     def _finite(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         ga = self._f(a @ self._w.T)

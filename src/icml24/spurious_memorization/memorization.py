@@ -34,6 +34,7 @@ __all__ = [
     "check_labels",
     "check_model",
     "check_feature_map",
+    "predictions",
     "spurious_queries",
     "accuracy",
     "spurious_accuracy",
@@ -92,6 +93,37 @@ def check_model(model: Any, name: str = "model") -> Any:
     if not callable(getattr(model, "predict", None)):
         raise InputError(f"{name} must have a predict method (a fitted model), got {type(model).__name__}")
     return model
+
+
+def predictions(model: Any, z: Any, name: str) -> np.ndarray:
+    """``model.predict(z)``, one finite value per row of ``z``; a failing ``predict`` is the caller's bad model.
+
+    Parameters
+    ----------
+    model : object with ``predict``
+    z : numpy.ndarray or torch.Tensor
+        ``(n, d)`` queries.
+    name : str
+        The argument's name, for the message.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n,)`` float64.
+    """
+    check_model(model)
+    z = as_array(z, name)
+    try:
+        f = model.predict(z)
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the user's model failed on these queries
+        first = (str(exc).strip().splitlines() or [""])[0][:160]
+        raise InputError(f"model.predict({name}) failed: {type(exc).__name__}: {first}") from None
+    f = as_array(f, f"model.predict({name})", ndim=1)
+    if f.shape[0] != z.shape[0]:
+        raise InputError(f"model.predict({name}) must give one value per row of {name}, got shape {f.shape}")
+    return f
 
 
 def check_feature_map(feature_map: Any, name: str = "feature_map") -> FeatureMap:
@@ -168,7 +200,7 @@ class MinNormInterpolator:
         MinNormInterpolator
             ``self``.
         """
-        z = as_array(z, "z")
+        z = self.feature_map.check_inputs(z, "z")
         n = z.shape[0]
         if n > self.feature_map.num_features:
             raise InputError(
@@ -178,7 +210,7 @@ class MinNormInterpolator:
         g = as_array(g, "g", ndim=1)
         if g.shape != (n,):
             raise InputError(f"g must have shape ({n},), got {g.shape}")
-        k = self.feature_map.kernel(z)
+        k = self.feature_map._kernel(z, z, "z")
         try:
             chol = scipy.linalg.cho_factor(k, lower=True, check_finite=False)
         except np.linalg.LinAlgError:
@@ -221,7 +253,7 @@ class MinNormInterpolator:
         """
         self._fitted()
         z = self.feature_map.check_inputs(z, "z")
-        return self.feature_map.kernel(z, self._z) @ self._coef
+        return self.feature_map._kernel(z, self._z, "z") @ self._coef
 
     def loo_errors(self) -> np.ndarray:
         """Leave-one-out errors ``g_i - f_{-i}(z_i) = (K^{-1} G)_i / (K^{-1})_ii`` (the stability term).
@@ -249,10 +281,10 @@ class MinNormInterpolator:
             ``(N,)``.
         """
         self._fitted()
-        z = as_array(z, "z")
+        z = self.feature_map.check_inputs(z, "z")
         if z.shape[0] != self._z.shape[0]:
             raise InputError(f"z must have one row per training sample ({self._z.shape[0]}), got {z.shape[0]}")
-        c = self.feature_map.kernel(z, self._z) @ self._kinv
+        c = self.feature_map._kernel(z, self._z, "z") @ self._kinv
         return c @ self._g - np.diag(c) * self.loo_errors()
 
     def feature_alignment(self, z_spurious: Any) -> np.ndarray:
@@ -269,12 +301,12 @@ class MinNormInterpolator:
             ``(N,)``.
         """
         self._fitted()
-        zs = as_array(z_spurious, "z_spurious")
+        zs = self.feature_map.check_inputs(z_spurious, "z_spurious")
         if zs.shape[0] != self._z.shape[0]:
             raise InputError(
                 f"z_spurious must have one row per training sample ({self._z.shape[0]}), got {zs.shape[0]}"
             )
-        c = self.feature_map.kernel(zs, self._z)
+        c = self.feature_map._kernel(zs, self._z, "z_spurious")
         return np.einsum("ij,ji->i", c, self._kinv)
 
 
@@ -346,8 +378,7 @@ def spurious_accuracy(model: MinNormInterpolator, z_spurious: Any, g: Any) -> fl
     -------
     float
     """
-    check_model(model)
-    return accuracy(model.predict(as_array(z_spurious, "z_spurious")), g)
+    return accuracy(predictions(model, z_spurious, "z_spurious"), g)
 
 
 def test_accuracy(model: MinNormInterpolator, z_test: Any, g_test: Any) -> float:
@@ -365,8 +396,7 @@ def test_accuracy(model: MinNormInterpolator, z_test: Any, g_test: Any) -> float
     -------
     float
     """
-    check_model(model)
-    return accuracy(model.predict(as_array(z_test, "z_test")), g_test)
+    return accuracy(predictions(model, z_test, "z_test"), g_test)
 
 
 test_accuracy.__test__ = False  # not a pytest test

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..validation import check_float, check_int, check_seed
-from .features import as_array
+from .features import as_array, finite
 from .memorization import check_labels
 
 __all__ = ["FullyConnected", "SmallConvNet", "NetworkInterpolator"]
@@ -30,6 +30,13 @@ def _torch():
     import torch
 
     return torch
+
+
+def _float32(z: np.ndarray, name: str) -> np.ndarray:
+    """``z`` when its values fit float32, the networks' precision."""
+    if np.abs(z).max() > np.finfo(np.float32).max:
+        raise InputError(f"{name} has values beyond float32's range, the networks' precision", "rescale the inputs")
+    return z
 
 
 def _seeded_init(seed: int):
@@ -187,6 +194,8 @@ class NetworkInterpolator:
         torch = _torch()
         if not isinstance(net, torch.nn.Module):
             raise InputError(f"net must be a torch.nn.Module, got {type(net).__name__}")
+        if not any(p.requires_grad for p in net.parameters()):
+            raise InputError("net has no trainable parameters", "give a network with weights to train")
         self.epochs = check_int(epochs, "epochs", min_val=1)
         self.lr = check_float(lr, "lr", min_val=0.0, include_boundaries="right")
         self.batch_size = check_int(batch_size, "batch_size", min_val=1)
@@ -237,7 +246,7 @@ class NetworkInterpolator:
             ``self``; ``history`` holds ``epochs`` run, final ``train_mse`` and ``train_acc``.
         """
         torch = _torch()
-        z = as_array(z, "z")
+        z = _float32(as_array(z, "z"), "z")
         g = check_labels(g, z.shape[0])
         net = copy.deepcopy(self._template).float()
         x = torch.from_numpy(z).float()
@@ -272,6 +281,8 @@ class NetworkInterpolator:
         net.eval()
         with torch.no_grad():
             f = self._forward(net, x).double().numpy()
+        if not np.isfinite(f).all():
+            raise InputError(f"lr {self.lr:g} makes the training diverge (NaN or infinite outputs)", "lower lr")
         self._net, self._d = net, z.shape[1]
         self.history = {
             "epochs": float(epoch),
@@ -295,11 +306,11 @@ class NetworkInterpolator:
         """
         torch = _torch()
         self._fitted()
-        z = as_array(z, "z")
+        z = _float32(as_array(z, "z"), "z")
         if z.shape[1] != self._d:
             raise InputError(f"z must have {self._d} columns (the training inputs'), got {z.shape[1]}")
         out = []
         with torch.no_grad():
             for start in range(0, len(z), 4096):
                 out.append(self._forward(self._net, torch.from_numpy(z[start : start + 4096]).float()))
-        return torch.cat(out).double().numpy()
+        return finite(torch.cat(out).double().numpy(), "z")
