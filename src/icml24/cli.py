@@ -13,6 +13,7 @@ import logging
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from typing import Sequence
 
@@ -46,8 +47,30 @@ def _quiet_third_parties() -> None:
         os.environ.setdefault(name, value)
 
 
+EXIT_CODES = textwrap.fill(
+    "exit status: 0 done (verify: every verdict as declared), 1 a claim failed or a verdict not as declared, "
+    "2 bad input (one error line), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM); what finished is saved.",
+    width=79,
+)
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Every option's default in its help (unless the help already names it), descriptions kept as written."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text.lower() or action.default is None or isinstance(action.default, bool):
+            return text
+        return super()._get_help_string(action)
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse, but usage errors are one ``error:`` line and exit 2."""
+    """argparse, but usage errors are one ``error:`` line and exit 2; helps show defaults and exit codes."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        kwargs.setdefault("epilog", EXIT_CODES)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
         raise InputError(message, f"see '{self.prog} --help'")
@@ -91,12 +114,23 @@ def _parser() -> argparse.ArgumentParser:
     )
     v.set_defaults(func=_cmd_verify)
 
-    r = sub.add_parser("report", parents=[common], help="write report.md of a run directory")
-    r.add_argument("run_dir", metavar="DIR")
+    r = sub.add_parser(
+        "report",
+        parents=[common],
+        help="write report.md of a run directory",
+        description="Rewrite DIR/report.md (the verdict table, each claim's numbers and plots) from DIR/results.jsonl.",
+    )
+    r.add_argument("run_dir", metavar="DIR", help="a run directory written by 'icml24 verify'")
     r.set_defaults(func=_cmd_report)
 
-    b = sub.add_parser("bench", parents=[common], help="run benchmarks/<slug>.py and print its ratios")
-    b.add_argument("slug")
+    b = sub.add_parser(
+        "bench",
+        parents=[common],
+        help="run benchmarks/<slug>.py and print its ratios",
+        description="Time a method against the peer a user would pick (benchmarks/<slug>.py in a source checkout), "
+        "one process, the machine printed first.",
+    )
+    b.add_argument("slug", help="a method's slug (see 'icml24 list')")
     b.add_argument("bench_args", nargs=argparse.REMAINDER, help="arguments passed to the benchmark")
     b.set_defaults(func=_cmd_bench)
 

@@ -26,7 +26,13 @@ def register(subparsers, parents) -> None:
     subparsers : argparse._SubParsersAction
     parents : list of argparse.ArgumentParser
     """
-    gc = subparsers.add_parser("gnn-certify", parents=parents, help="certify a GNN's robustness to edge flips (MIP)")
+    gc = subparsers.add_parser(
+        "gnn-certify",
+        parents=parents,
+        help="certify a GNN's robustness to edge flips (MIP)",
+        epilog="exit status: 0 robust, 1 not robust (an attack found), 3 unknown (time limit), 2 bad input (one "
+        "error line), 130 interrupted.",
+    )
     add_arguments(gc)
     gc.set_defaults(func=certify_command)
 
