@@ -14,7 +14,8 @@ from ..data.text import EnumerableLanguage
 from ..errors import InputError
 from ..nn.lm import AlignResult, align_exact, response_logprobs
 from ..validation import check_float, check_int, check_seed, check_tensor
-from .checks import check_lambda, check_model, check_pair
+from .checks import check_finite_weights, check_lambda, check_model, check_pair
+from .processors import eval_mode
 
 
 def retrain(
@@ -39,7 +40,8 @@ def retrain(
     lang : icml24.data.text.EnumerableLanguage
         The language.
     ref_logp : torch.Tensor
-        The reference's exact response log-probabilities, (prompts, responses), finite.
+        The reference's exact response log-probabilities, (prompts, responses), finite: those of ``ref``
+        (``response_logprobs(ref, lang)``, to within 1e-3).
     reward : torch.Tensor
         The reward table, same shape, finite.
     beta : float
@@ -59,8 +61,8 @@ def retrain(
     result : icml24.nn.lm.AlignResult
         Its training record (including the KL to the exact optimum).
     """
-    check_model(ref, "ref")
-    shape = _check_tables(lang, ref_logp, reward)
+    shape = _check_tables(lang, ref_logp, reward, required=True)
+    _check_ref(ref, lang, ref_logp)
     beta = check_float(beta, "beta", min_val=0.0, include_boundaries="neither")
     scale = float(reward.double().abs().max()) / beta
     if not math.isfinite(scale) or scale > 1e6:
@@ -68,7 +70,7 @@ def retrain(
             f"beta={beta:g} is too small for rewards up to {float(reward.abs().max()):g}: reward/beta overflows"
         )
     steps = check_int(steps, "steps", min_val=1)
-    lr = check_float(lr, "lr", min_val=0.0, include_boundaries="neither")
+    lr = check_float(lr, "lr", min_val=0.0, max_val=1.0, include_boundaries="right")  # Adam's step is ~lr
     if prompts_per_step is not None:
         prompts_per_step = check_int(prompts_per_step, "prompts_per_step", min_val=1, max_val=shape[0])
     seed = check_seed(seed)
@@ -79,14 +81,27 @@ def retrain(
     return model, res
 
 
-def _check_tables(lang, ref_logp: Tensor, reward: Tensor | None = None) -> tuple[int, int]:
+def _check_ref(ref: nn.Module, lang, ref_logp: Tensor) -> None:
+    """``ref`` reads ``lang``'s tokens, has finite weights, and ``ref_logp`` are its response log-probabilities."""
+    vocab = check_model(ref, "ref")
+    if vocab < lang.vocab_size:
+        raise InputError(f"ref has {vocab} tokens, fewer than lang's {lang.vocab_size}")
+    check_finite_weights(ref, "ref")
+    with eval_mode(ref):
+        own = response_logprobs(ref, lang).double()
+    gap = float((own - ref_logp.double()).abs().max())
+    if gap > 1e-3:
+        raise InputError(f"ref_logp differs from ref's response log-probabilities on lang (by up to {gap:.3g})")
+
+
+def _check_tables(lang, ref_logp: Tensor, reward: Tensor | None = None, *, required: bool = False) -> tuple[int, int]:
     if not isinstance(lang, EnumerableLanguage):
         raise InputError(f"lang must be an icml24.data.text.EnumerableLanguage, got {type(lang).__name__}")
     shape = (len(lang.prompts()), len(lang.responses()))
     check_tensor(ref_logp, "ref_logp", shape=shape)
     if bool((ref_logp > 1e-4).any()):
         raise InputError("ref_logp holds positive values", "give log-probabilities (response_logprobs of ref)")
-    if reward is not None:
+    if reward is not None or required:
         check_tensor(reward, "reward", shape=shape)
     return shape
 
@@ -246,9 +261,8 @@ def interpolate_weights(ref: nn.Module, aligned: nn.Module, lam: float) -> nn.Mo
     sa, sr = aligned.state_dict(), ref.state_dict()
     if sa.keys() != sr.keys() or any(sa[k].shape != sr[k].shape for k in sa):
         raise InputError("aligned and ref must share one architecture (the same parameter names and shapes)")
-    for name, sd in (("aligned", sa), ("ref", sr)):
-        if any(t.is_floating_point() and not bool(torch.isfinite(t).all()) for t in sd.values()):
-            raise InputError(f"{name} has NaN or infinite weights")
+    check_finite_weights(aligned, "aligned")
+    check_finite_weights(ref, "ref")
     out = copy.deepcopy(ref)
     mixed = {k: (sr[k] + lam * (sa[k] - sr[k])) if sr[k].is_floating_point() else sr[k] for k in sr}
     out.load_state_dict(mixed)

@@ -6,11 +6,14 @@ modules call them before touching a model.
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor, nn
 
 from ..errors import InputError
 from ..nn.lm_models import vocab_size_of
 from ..validation import check_float, check_tensor
+
+LAM_MAX = 1e6
 
 
 def check_lambda(lam, name: str = "lam") -> float:
@@ -19,7 +22,8 @@ def check_lambda(lam, name: str = "lam") -> float:
     Parameters
     ----------
     lam : float
-        0 is the reference, 1 the aligned model, > 1 extrapolates.
+        0 is the reference, 1 the aligned model, > 1 extrapolates; at most ``LAM_MAX`` (1e6: beyond it the
+        mixed logits overflow).
     name : str, default "lam"
         The argument's name in the message.
 
@@ -28,7 +32,7 @@ def check_lambda(lam, name: str = "lam") -> float:
     float
     """
     try:
-        return check_float(lam, name, min_val=0.0)
+        return check_float(lam, name, min_val=0.0, max_val=LAM_MAX)
     except InputError as exc:
         raise InputError(exc.message, "0 is the reference, 1 the aligned model, > 1 extrapolates") from None
 
@@ -76,6 +80,19 @@ def check_pair(aligned, ref) -> int:
     return va
 
 
+def check_finite_weights(model: nn.Module, name: str) -> None:
+    """Refuse a model with a NaN or infinite parameter or buffer, naming it ``name``."""
+    if any(t.is_floating_point() and not bool(torch.isfinite(t).all()) for t in model.state_dict().values()):
+        raise InputError(f"{name} has NaN or infinite weights")
+
+
+def check_positions(model: nn.Module, length: int, name: str) -> None:
+    """Refuse sequences longer than a model with learned positions (``config.n_positions``, GPT-2) can read."""
+    limit = getattr(getattr(model, "config", None), "n_positions", None)
+    if isinstance(limit, int) and length > limit:
+        raise InputError(f"{name} reaches {length} tokens, more than the model's {limit} positions (n_positions)")
+
+
 def check_token_ids(ids, name: str, vocab_size: int) -> Tensor:
     """Token ids: a non-empty 2-d integer tensor with every id in ``[0, vocab_size)``.
 
@@ -118,4 +135,4 @@ def check_mask(mask, name: str, shape: tuple | None = None, *, left_padded: bool
     return m
 
 
-__all__ = ["check_lambda", "check_model", "check_pair", "check_token_ids"]
+__all__ = ["check_lambda", "check_model", "check_pair", "check_token_ids", "check_finite_weights", "check_positions"]

@@ -22,7 +22,14 @@ from torch import Tensor, nn
 from ..errors import InputError
 from ..nn.lm_models import model_device
 from ..validation import check_bool, check_float, check_int, check_seed, check_tensor
-from .checks import check_lambda, check_mask, check_model, check_pair, check_token_ids  # noqa: F401 - as before
+from .checks import (  # noqa: F401 - as before
+    check_lambda,
+    check_mask,
+    check_model,
+    check_pair,
+    check_positions,
+    check_token_ids,
+)
 from .mixture import mix_logprobs  # noqa: F401 - importable from here as before
 from .model import DeRa, DeRaModel  # noqa: F401 - importable from here as before
 from .processors import AllowedTokens, DeRaLogitsProcessor, eval_mode
@@ -57,6 +64,8 @@ def _check_special_id(value, name: str, vocab: int, *, allow_list: bool):
     return check_int(value, name, min_val=0, max_val=vocab - 1)
 
 
+_INT_SETTINGS = {"num_beams": 1, "num_return_sequences": 1, "num_beam_groups": 1, "min_new_tokens": 0, "min_length": 0}
+_INT_SETTINGS |= {"no_repeat_ngram_size": 0, "max_length": 1}  # integer generation settings and their minimum
 _OWN = {"input_ids", "attention_mask", "generation_config", "logits_processor", "inputs"}
 
 
@@ -107,7 +116,7 @@ def dera_generate(
     do_sample : bool, default False
         Sample instead of greedy (or beam) decoding.
     temperature : float, default 1.0
-        > 0; applied after the mixture.
+        >= 1e-6 (lower overflows; use greedy decoding); applied after the mixture.
     top_k : int, default 0
         >= 0 (0: off); applied after the mixture.
     top_p : float, default 1.0
@@ -155,8 +164,10 @@ def dera_generate(
     if attention_mask is not None:
         mask = check_mask(attention_mask, "attention_mask", tuple(input_ids.shape))
     max_new_tokens = check_int(max_new_tokens, "max_new_tokens", min_val=1)
+    for model in (aligned, ref):
+        check_positions(model, input_ids.size(1) + max_new_tokens, "max_new_tokens (with the prompt)")
     do_sample = check_bool(do_sample, "do_sample")
-    temperature = check_float(temperature, "temperature", min_val=0.0, include_boundaries="right")
+    temperature = check_float(temperature, "temperature", min_val=1e-6)  # lower overflows the scaled scores
     top_k = check_int(top_k, "top_k", min_val=0)
     top_p = check_float(top_p, "top_p", min_val=0.0, max_val=1.0, include_boundaries="right")
     if seed is not None:
@@ -174,7 +185,11 @@ def dera_generate(
     else:
         eos_token_id = _check_special_id(eos_token_id, "eos_token_id", vocab, allow_list=True)
     if allowed_ids is not None:
-        allowed_ids = torch.as_tensor(allowed_ids) if isinstance(allowed_ids, (list, tuple)) else allowed_ids
+        if isinstance(allowed_ids, (list, tuple)):
+            try:
+                allowed_ids = torch.as_tensor(allowed_ids)
+            except (TypeError, ValueError, RuntimeError):
+                raise InputError(f"allowed_ids must hold token ids, got {allowed_ids!r:.60}") from None
         check_tensor(allowed_ids, "allowed_ids", ndim=1, dtype="integer")
         if int(allowed_ids.min()) < 0 or int(allowed_ids.max()) >= vocab:
             raise InputError(f"allowed_ids holds token ids outside the vocabulary [0, {vocab})")
@@ -208,6 +223,19 @@ def dera_generate(
     for key in ("temperature", "top_k", "top_p", "do_sample", "use_cache", "max_new_tokens"):
         if key in generate_kwargs:
             raise InputError(f"{key} is an argument of dera_generate, not a generation setting here")
+    for key, low in _INT_SETTINGS.items():
+        if key in generate_kwargs:
+            check_int(generate_kwargs[key], key, min_val=low)
+    for key in ("length_penalty", "diversity_penalty"):
+        if key in generate_kwargs:
+            check_float(generate_kwargs[key], key)
+    if "repetition_penalty" in generate_kwargs:
+        check_float(
+            generate_kwargs["repetition_penalty"], "repetition_penalty", min_val=0.0, include_boundaries="right"
+        )
+    n_return, beams = generate_kwargs.get("num_return_sequences", 1), generate_kwargs.get("num_beams", 1)
+    if not do_sample and n_return > beams:
+        raise InputError(f"num_return_sequences={n_return} exceeds num_beams={beams}", "sample, or use more beams")
     rest = cfg.update(**generate_kwargs)  # generation settings go into the config, the rest to generate()
     allowed = set(inspect.signature(aligned.generate).parameters) - _OWN - {"kwargs"}
     allowed |= {"stopping_criteria", "streamer", "prefix_allowed_tokens_fn"}

@@ -8,7 +8,8 @@ from torch import Tensor, nn
 
 from ..errors import InputError
 from ..nn.lm_models import model_device
-from .checks import check_lambda, check_mask, check_pair, check_token_ids
+from ..validation import check_int
+from .checks import check_lambda, check_mask, check_pair, check_positions, check_token_ids
 from .mixture import mix
 from .processors import eval_mode, positions
 
@@ -121,9 +122,9 @@ class DeRa(nn.Module):
             if settings.get(key) is None:
                 own = getattr(model_cfg, key, None) if model_cfg is not None else None
                 settings[key] = own if own is not None else value
-        max_length = settings.pop("max_length")
+        max_length = check_int(settings.pop("max_length"), "max_length", min_val=1)
         if settings.get("max_new_tokens") is None:
-            settings["max_new_tokens"] = max(1, int(max_length) - input_ids.size(1))
+            settings["max_new_tokens"] = max(1, max_length - input_ids.size(1))
         if not settings["do_sample"]:
             for key in ("temperature", "top_k", "top_p"):
                 settings.pop(key)
@@ -149,6 +150,8 @@ class DeRa(nn.Module):
         from transformers.modeling_outputs import CausalLMOutput
 
         check_token_ids(input_ids, "input_ids", self.vocab_size)
+        for model in (self.aligned, self.ref):
+            check_positions(model, input_ids.size(1), "input_ids")
         kw = {}
         if attention_mask is not None:
             mask = check_mask(attention_mask, "attention_mask", tuple(input_ids.shape), left_padded=False)

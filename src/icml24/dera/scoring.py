@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -116,7 +116,7 @@ def lambda_search(
     aligned, ref : transformers.PreTrainedModel
         The aligned model and its reference.
     lambdas : sequence of float
-        The candidates, each >= 0; at least one.
+        The candidates, each >= 0; at least one (a list, tuple or 1-d array; not a mapping or an iterator).
     metric : callable
         ``metric(DeRa) -> float`` on validation data; must return a finite real number.
     maximize : bool, default True
@@ -133,9 +133,9 @@ def lambda_search(
     """
     check_pair(aligned, ref)
     if (
-        isinstance(lambdas, (str, bytes))
-        or not isinstance(lambdas, (Sequence, Tensor))
-        and not hasattr(lambdas, "__len__")
+        isinstance(lambdas, (str, bytes, Mapping))
+        or not hasattr(lambdas, "__len__")
+        or getattr(lambdas, "ndim", 1) != 1
     ):
         raise InputError(f"lambdas must be a sequence of numbers, got {type(lambdas).__name__}")
     lams = [check_lambda(lam, f"lambdas[{i}]") for i, lam in enumerate(list(lambdas))]
