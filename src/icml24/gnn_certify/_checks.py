@@ -12,6 +12,10 @@ import numpy as np
 from ..errors import InputError
 from ..validation import check_array, check_int
 
+BUDGET_MAX = 2**31 - 1  # flip budgets and strengths (beyond any graph's slots; larger overflows numpy's int64 math)
+TIME_MAX = 1e20  # seconds: SCIP's largest time limit
+THREADS_MAX = 64  # SCIP's largest thread count
+
 
 def as_array(value: Any, name: str, **kwargs) -> np.ndarray:
     """``value`` (numpy array, list or torch tensor) as a checked numpy copy (:func:`~icml24.validation.check_array`).

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..validation import check_bool, check_choice, check_float, check_int, check_seed
-from ._checks import kept_modes
+from ._checks import THREADS_MAX, TIME_MAX, kept_modes
 from .attacks import greedy_attack
 from .bounds import MODES
 from .mip import CertificationMIP, SolveResult
@@ -167,8 +167,8 @@ def certify(
         One :class:`Certificate` per target; ``report.verdict`` is robust / not_robust / unknown.
     """
     bounds = check_choice(bounds, "bounds", MODES)
-    time_limit = check_float(time_limit, "time_limit", min_val=0.0, include_boundaries="right")
-    threads = check_int(threads, "threads", min_val=1)
+    time_limit = check_float(time_limit, "time_limit", min_val=0.0, max_val=TIME_MAX, include_boundaries="right")
+    threads = check_int(threads, "threads", min_val=1, max_val=THREADS_MAX)
     seed = check_seed(seed)
     clock = check_choice(clock, "clock", ("wall", "cpu"))
     settings = check_choice(settings, "settings", SETTINGS)

@@ -24,7 +24,7 @@ import torch
 
 from ..errors import InputError
 from ..validation import check_bool, check_choice, check_float, check_int, check_seed
-from ._checks import as_array, kept_modes
+from ._checks import TIME_MAX, as_array, kept_modes
 from .bounds import MODES
 from .certify import MARGIN_TOL, certify
 from .models import module_from_network
@@ -309,7 +309,7 @@ def certify_dataset(
         One report per graph (None for a graph :func:`certify` refused, with the reason in ``refused``) and
         ``summary``.
     """
-    time_limit = check_float(time_limit, "time_limit", min_val=0.0, include_boundaries="right")
+    time_limit = check_float(time_limit, "time_limit", min_val=0.0, max_val=TIME_MAX, include_boundaries="right")
     resume = check_bool(resume, "resume")
     if progress is not None:
         progress = check_bool(progress, "progress")

@@ -19,7 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import InputError
-from ..validation import check_bool, check_int, check_probability
+from ..validation import check_bool, check_int, check_probability, check_tensor
 from .network import GRAPH, SageNetwork, check_network
 
 
@@ -58,6 +58,19 @@ def relu_flags(relu, count: int) -> tuple[bool, ...]:
     if len(flags) != count:
         raise InputError(f"relu must have {count} entries (one per layer), got {len(flags)}")
     return flags
+
+
+def _graph_inputs(module: nn.Module, x, edge_index, batch=None) -> Tensor:
+    """Check a forward's graph (x [n, in_channels], edge_index [2, E] into [0, n), batch [n]); ``x`` in the
+    weights' dtype (a float64 ``x`` for a float32 model is cast, not refused)."""
+    w = module.convs[0].lin_l.weight
+    check_tensor(x, "x", ndim=2, shape=(None, w.shape[1]), finite=False)
+    check_tensor(edge_index, "edge_index", shape=(2, None), dtype="integer", allow_empty=True)
+    if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= x.shape[0]):
+        raise InputError(f"edge_index holds node indices outside [0, {x.shape[0]})")
+    if batch is not None:
+        check_tensor(batch, "batch", shape=(x.shape[0],), dtype="integer", allow_empty=True)
+    return x.to(w.dtype)
 
 
 class SAGEGraphClassifier(nn.Module):
@@ -103,6 +116,7 @@ class SAGEGraphClassifier(nn.Module):
     def forward(self, x: Tensor, edge_index: Tensor, batch: Tensor | None = None) -> Tensor:
         from torch_geometric.nn import global_add_pool
 
+        x = _graph_inputs(self, x, edge_index, batch)
         for conv, r in zip(self.convs, self.relu):
             x = conv(x, edge_index)
             if r:
@@ -146,6 +160,7 @@ class SAGENodeClassifier(nn.Module):
         self.dropout = check_probability(dropout, "dropout")
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        x = _graph_inputs(self, x, edge_index)
         for i, (conv, r) in enumerate(zip(self.convs, self.relu)):
             x = conv(x, edge_index)
             if r:

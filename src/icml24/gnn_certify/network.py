@@ -144,9 +144,16 @@ class SageNetwork:
         """Every intermediate quantity: SAGE pre-activations (one [B, n, F_l] per layer), then (graph task)
         the pooled vector and each dense pre-activation, then the logits (last entry). Single graphs drop
         the batch axis."""
-        single = adj.ndim == 2
-        a = np.asarray(adj, dtype=np.float64)
-        h = np.asarray(x, dtype=np.float64)
+        a = as_array(adj, "adj", ndim=(2, 3), dtype=None)
+        if a.dtype.kind not in "biuf" or a.shape[-2] != a.shape[-1]:
+            raise InputError(f"adj must be a real [n, n] or [B, n, n] array, got {a.dtype} of shape {a.shape}")
+        h = as_array(x, "x", ndim=(2, 3))
+        if h.shape[-2:] != (a.shape[-1], self.in_features) or (h.ndim == a.ndim == 3 and len(h) != len(a)):
+            raise InputError(
+                f"x must be [n, {self.in_features}] or [B, n, {self.in_features}] for adj {a.shape}, got {h.shape}"
+            )
+        single = a.ndim == 2
+        a, h = a.astype(np.float64, copy=False), h.astype(np.float64, copy=False)
         if single:
             a = a[None]
         if h.ndim == 2:

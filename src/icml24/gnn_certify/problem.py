@@ -11,7 +11,7 @@ import torch
 
 from ..errors import InputError
 from ..validation import check_choice, check_float, check_int
-from ._checks import as_array
+from ._checks import BUDGET_MAX, as_array
 from .baselines import basic_bounds
 from .bounds import MODES, Bounds, topology_bounds
 from .models import module_from_network
@@ -83,7 +83,7 @@ def _local(local_budget, n: int, default: np.ndarray, subset: np.ndarray | None 
 
 def check_budget_args(budget, global_budget) -> tuple[float | None, int | None]:
     budget = check_float(budget, "budget", min_val=0.0, max_val=1.0, allow_none=True)
-    global_budget = check_int(global_budget, "global_budget", min_val=0, allow_none=True)
+    global_budget = check_int(global_budget, "global_budget", min_val=0, max_val=BUDGET_MAX, allow_none=True)
     return budget, global_budget
 
 
@@ -130,7 +130,7 @@ def build_space(
     """
     net = check_network(net)
     check_budget_args(budget, global_budget)
-    strength = check_int(strength, "strength", min_val=0)
+    strength = check_int(strength, "strength", min_val=0, max_val=BUDGET_MAX)
     max_nodes = check_int(max_nodes, "max_nodes", min_val=1)
     x, ei = graph_arrays(data)
     n, F = x.shape
@@ -155,7 +155,7 @@ def build_space(
             raise InputError("data.edge_index must be undirected (both directions of every edge)")
         if adj.sum() != ei.shape[1]:
             raise InputError("data.edge_index has duplicate edges")
-        strength = check_int(strength, "strength", min_val=0)
+        strength = check_int(strength, "strength", min_val=0, max_val=BUDGET_MAX)
         g = _global(budget, global_budget, ei.shape[1])
         if g is None:
             raise InputError("give budget (a fraction of the edges) or global_budget (a number of flips)")
@@ -192,7 +192,7 @@ def build_space(
     g = _global(budget, global_budget, sub_ei.shape[1])
     if g is None:
         raise InputError("give global_budget (a number of arc deletions) for node classification")
-    strength = check_int(strength, "strength", min_val=0)
+    strength = check_int(strength, "strength", min_val=0, max_val=BUDGET_MAX)
     q = _local(local_budget, n, np.full(k, int(strength), dtype=np.int64), subset)
     lo, hi = _feature_box(x, feature_lb, feature_ub)
     space = AttackSpace(

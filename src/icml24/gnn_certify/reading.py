@@ -202,8 +202,15 @@ def _run_module(model: nn.Module, x: Tensor, edge_index: Tensor, task: str) -> T
                 out = model(x, edge_index, batch)
             except TypeError:
                 out = model(x, edge_index)
+            if out.dim() > 1 and out.shape[0] != 1:
+                raise InputError(f"task is 'graph', but the model gives {out.shape[0]} rows of logits for one graph")
             return out.reshape(-1)
-        return model(x, edge_index)
+        out = model(x, edge_index)
+        if out.dim() != 2 or out.shape[0] != x.shape[0]:
+            raise InputError(
+                f"task is 'node', but the model gives logits of shape {tuple(out.shape)} for {x.shape[0]} nodes"
+            )
+        return out
 
 
 def run_model(model: nn.Module, x: np.ndarray | Tensor, edge_index: np.ndarray | Tensor, task: str) -> np.ndarray:
@@ -237,6 +244,8 @@ def run_model(model: nn.Module, x: np.ndarray | Tensor, edge_index: np.ndarray |
     ei = torch.as_tensor(ea, dtype=torch.long, device=device)
     try:
         out = _run_module(model, xt, ei, task)
+    except InputError:
+        raise
     except Exception as exc:  # the model's own forward failed on these inputs: one line naming them
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise InputError(

@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import asdict, dataclass, field
+from typing import Iterator
 
 import numpy as np
+
+from ..errors import InputError
 
 ROBUST, NOT_ROBUST, UNKNOWN = "robust", "not_robust", "unknown"
 
@@ -93,14 +97,28 @@ class Certificate:
         -------
         Certificate
         """
-        d = dict(d)
-        for key in ("flips", "added", "removed"):
-            d[key] = [tuple(int(v) for v in p) for p in d.get(key) or []]
-        if d.get("perturbed_edge_index") is not None:
-            d["perturbed_edge_index"] = np.asarray(d["perturbed_edge_index"], dtype=np.int64).reshape(2, -1)
-        if d.get("perturbed_x") is not None:
-            d["perturbed_x"] = np.asarray(d["perturbed_x"], dtype=np.float64)
-        return cls(**d)
+        with _parsing("d", "a Certificate"):
+            d = dict(d)
+            for key in ("flips", "added", "removed"):
+                d[key] = [tuple(int(v) for v in p) for p in d.get(key) or []]
+            if d.get("perturbed_edge_index") is not None:
+                d["perturbed_edge_index"] = np.asarray(d["perturbed_edge_index"], dtype=np.int64).reshape(2, -1)
+            if d.get("perturbed_x") is not None:
+                d["perturbed_x"] = np.asarray(d["perturbed_x"], dtype=np.float64)
+            return cls(**d)
+
+
+@contextlib.contextmanager
+def _parsing(name: str, what: str) -> Iterator[None]:
+    """Turn the errors of reading a malformed record into one InputError naming ``name``."""
+    try:
+        yield
+    except InputError:
+        raise
+    except (TypeError, KeyError, ValueError, OverflowError) as exc:
+        raise InputError(
+            f"{name} is not {what} as written by as_dict: {type(exc).__name__}: {' '.join(str(exc).split())}"[:200]
+        ) from None
 
 
 @dataclass
@@ -161,13 +179,16 @@ class Report:
         -------
         Report
         """
-        return cls(
-            certificates=[Certificate.from_dict(c) for c in d["certificates"]],
-            predicted=int(d["predicted"]),
-            task=str(d["task"]),
-            global_budget=d.get("global_budget"),
-            budget_of=str(d.get("budget_of", "")),
-        )
+        with _parsing("d", "a Report"):
+            if not isinstance(d, dict) or not isinstance(d["certificates"], list):
+                raise TypeError("not a dict with a list of certificates")
+            return cls(
+                certificates=[Certificate.from_dict(c) for c in d["certificates"]],
+                predicted=int(d["predicted"]),
+                task=str(d["task"]),
+                global_budget=d.get("global_budget"),
+                budget_of=str(d.get("budget_of", "")),
+            )
 
     @property
     def seconds(self) -> float:

@@ -26,8 +26,8 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from ..errors import InputError
-from ..validation import check_bool, check_float, check_int
-from ._checks import as_array
+from ..validation import check_bool, check_float, check_int, check_rng
+from ._checks import BUDGET_MAX, as_array
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class AttackSpace:
             raise InputError(f"adj must be square, got shape {adj.shape}")
         directed = check_bool(bool(self.directed) if isinstance(self.directed, np.bool_) else self.directed, "directed")
         object.__setattr__(self, "directed", directed)
-        global_budget = check_int(self.global_budget, "global_budget", min_val=0)
+        global_budget = check_int(self.global_budget, "global_budget", min_val=0, max_val=BUDGET_MAX)
         if self.target_node is not None:
             object.__setattr__(
                 self, "target_node", check_int(self.target_node, "target_node", min_val=0, max_val=n - 1)
@@ -155,9 +155,22 @@ class AttackSpace:
         return np.minimum(self.local_budget, self.global_budget)
 
     # ------------------------------------------------------------------------------------------ flips
+    def _flips(self, flips: Any, name: str = "flips", ndim=1) -> np.ndarray:
+        """``flips`` as a bool array of one entry per slot (booleans or 0/1)."""
+        f = as_array(flips, name, ndim=ndim, dtype=None, allow_empty=True)
+        if f.shape[-1:] != (self.num_slots,):
+            raise InputError(f"{name} must have one entry per slot ({self.num_slots}), got shape {f.shape}")
+        if f.dtype != bool and (f.dtype.kind not in "iuf" or not np.isin(f, (0, 1)).all()):
+            raise InputError(f"{name} must hold booleans (or 0/1)")
+        return f.astype(bool)
+
+    def _k_max(self, max_size: Any) -> int:
+        max_size = check_int(max_size, "max_size", min_val=0, allow_none=True)
+        return self.global_budget if max_size is None else min(max_size, self.global_budget)
+
     def flipped_adj(self, flips: np.ndarray) -> np.ndarray:
         """The adjacency after flipping the slots where ``flips`` is True (bool [S] or [B, S])."""
-        f = np.asarray(flips, dtype=bool)
+        f = self._flips(flips, ndim=(1, 2))
         single = f.ndim == 1
         f = f[None] if single else f
         out = np.broadcast_to(self.adj, (f.shape[0], self.n, self.n)).copy()
@@ -183,14 +196,16 @@ class AttackSpace:
         -------
         bool
         """
-        f = np.asarray(flips, dtype=bool)
+        f = self._flips(flips)
         if self.directed and (f & ~self.slot_present).any():
             return False
         return bool(f.sum() <= self.global_budget and (self.incidence.astype(np.int64) @ f <= self.local_budget).all())
 
     def flip_sets(self, max_size: int | None = None) -> Iterator[tuple[int, ...]]:
         """Every feasible flip set (tuples of slot indices), smallest first. Exponential: small spaces only."""
-        k_max = self.global_budget if max_size is None else min(max_size, self.global_budget)
+        return self._flip_sets(self._k_max(max_size))  # max_size is checked now, not at the first next()
+
+    def _flip_sets(self, k_max: int) -> Iterator[tuple[int, ...]]:
         inc = self.incidence
         for k in range(k_max + 1):
             for combo in itertools.combinations(range(self.num_slots), k):
@@ -203,7 +218,7 @@ class AttackSpace:
 
     def count_flip_sets(self, max_size: int | None = None) -> int:
         """An upper bound on the number of flip sets (ignores the local budgets)."""
-        k_max = self.global_budget if max_size is None else min(max_size, self.global_budget)
+        k_max = self._k_max(max_size)
         return sum(math.comb(self.num_slots, k) for k in range(k_max + 1))
 
     def sample_flips(
@@ -213,7 +228,11 @@ class AttackSpace:
 
         ``fixed_on``/``fixed_off`` are bool [S]: the slot's edge must be present / absent after the attack
         (branching decisions on the adjacency variables). Returns None when the fixings are infeasible.
+        ``rng`` is a ``numpy.random.Generator`` or a seed.
         """
+        rng = check_rng(rng, "rng")
+        fixed_on = None if fixed_on is None else self._flips(fixed_on, "fixed_on")
+        fixed_off = None if fixed_off is None else self._flips(fixed_off, "fixed_off")
         present = self.slot_present
         flips = np.zeros(self.num_slots, dtype=bool)
         free = np.ones(self.num_slots, dtype=bool)
@@ -242,7 +261,8 @@ class AttackSpace:
         return flips
 
     def sample_features(self, rng: np.random.Generator) -> np.ndarray:
-        """Features drawn uniformly from the box (a box corner half of the time)."""
+        """Features drawn uniformly from the box (a box corner half of the time); ``rng``: a Generator or a seed."""
+        rng = check_rng(rng, "rng")
         u = rng.random(self.x_lb.shape)
         if rng.random() < 0.5:
             u = np.round(u)
@@ -275,7 +295,7 @@ def official_graph_budgets(
     """
     edge_entries = check_int(edge_entries, "edge_entries", min_val=0)
     budget_fraction = check_float(budget_fraction, "budget_fraction", min_val=0.0, max_val=1.0)
-    strength = check_int(strength, "strength", min_val=0)
+    strength = check_int(strength, "strength", min_val=0, max_val=BUDGET_MAX)
     deg = as_array(degrees, "degrees", ndim=1, dtype="integer", allow_empty=True).astype(np.int64)
     if (deg < 0).any():
         raise InputError("degrees must be >= 0")
@@ -306,6 +326,11 @@ def check_space(space: Any, net=None, name: str = "space"):
         raise InputError(
             f"{name} has {space.x_lb.shape[1]} features but the network takes {net.in_features}",
             "build the space from this network's data",
+        )
+    if net is not None and (net.task == "node") != (space.target_node is not None):
+        kind = "a node classification" if space.target_node is not None else "a graph classification"
+        raise InputError(
+            f"{name} is {kind} space but net is a {net.task} network", "build it with build_space(net, ...)"
         )
     return space
 
