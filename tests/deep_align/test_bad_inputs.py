@@ -334,7 +334,65 @@ CASES = [
     bad("train_cnn_zoo", "data", lambda: train_cnn_zoo(2, spec=CNNSpec(classes=2), data=CDATA), CDATA, kind="range"),
     bad("train_cnn_zoo", "data", lambda: train_cnn_zoo(2, spec=CSPEC, data="fashion"), kind="type"),
     bad("train_cnn_zoo", "steps", lambda: train_cnn_zoo(2, spec=CSPEC, data=CDATA, steps=-1), CDATA, kind="range"),
+    # ------------------------------------------------------------------ issue 47 probe
+    bad("DeepAlign", "widths", lambda: DeepAlign((6.0, 5, 3)), kind="float"),
+    bad("DeepAlign", "widths", lambda: DeepAlign((6, True, 3)), kind="bool"),
+    bad("DeepAlign.fit", "config", lambda: ALIGNER.fit([A, B], X, Y, config={"steps": 1}), A, B, ALIGNER, kind="type"),
+    bad("DeepAlign.save", "path", lambda: ALIGNER.save(None), ALIGNER, kind="none"),
+    bad("DeepAlign.save", "path", lambda: ALIGNER.save(5), ALIGNER, kind="type"),
+    bad("DeepAlign.save", "path", lambda: ALIGNER.save(_tmpdir()), ALIGNER, kind="directory"),
+    bad("DeepAlign.load", "path", lambda: DeepAlign.load(None), kind="none"),
+    bad("DeepAlign.load", "path", lambda: DeepAlign.load(_junk()), kind="malformed"),
+    bad("permute", "perms", lambda: permute(A, [None, torch.arange(4)]), A, kind="none-entry"),
+    bad("interpolation", "n_alphas", lambda: interpolation(A, B, X, Y, n_alphas=2**64), A, B, kind="overflow"),
+    bad("interpolation", "n_alphas", lambda: interpolation(A, B, X, Y, n_alphas=10**9), A, B, kind="huge"),
+    bad("train_zoo", "lr", lambda: train_zoo(3, val=0, test=0, steps=1, lr=1e300), kind="overflow"),
+    bad("sinkhorn_rebasin", "lr", lambda: sinkhorn_rebasin(A, B, X, Y, steps=2, lr=1e300), A, B, kind="overflow"),
+    bad("sinkhorn_rebasin", "tau", lambda: sinkhorn_rebasin(A, B, X, Y, steps=2, tau=1e-300), A, B, kind="underflow"),
+    bad("TrainConfig", "lr", lambda: TrainConfig(lr=1e300), kind="overflow"),
+    bad("TrainConfig", "tau", lambda: TrainConfig(tau=1e-300), kind="underflow"),
+    bad("TrainConfig", "sup_weight", lambda: TrainConfig(sup_weight=0.0, rec_weight=0.0), kind="nothing-to-train"),
+    bad("train_cnn_zoo", "lr", lambda: train_cnn_zoo(2, spec=CSPEC, data=CDATA, lr=1e300), CDATA, kind="overflow"),
+    bad("CNNSpec", "classes", lambda: CNNSpec(classes=1), kind="one-class"),
+    bad("Zoo.from_networks", "data", lambda: Zoo.from_networks([A, B], SPLIT), A, B, kind="width"),
+    bad("Zoo", "nets", lambda: Zoo(None, SPLIT, {}), kind="none"),
+    bad("Zoo", "data", lambda: Zoo(WA, "digits", {}), WA, kind="type"),
+    bad("DeepAlignNet.scores_from", "ea", lambda: DeepAlignNet.scores_from(None, None), kind="none"),
+    bad("DeepAlignNet.scores_from", "ea", lambda: DeepAlignNet.scores_from([], []), kind="empty"),
+    bad("DeepAlignNet.scores_from", "eb", lambda: DeepAlignNet.scores_from([torch.rand(1, 5, 4)], []), kind="length"),
+    bad(
+        "DeepAlignNet.scores_from",
+        "eb",
+        lambda: DeepAlignNet.scores_from([torch.rand(1, 5, 4)], [torch.rand(1, 5, 3)]),
+        kind="shape",
+    ),
+    bad("WeightBatch", "weights", lambda: WeightBatch(None, None), kind="none"),
+    bad("WeightBatch", "weights", lambda: WeightBatch(("a",), ("b",)), kind="type"),
+    bad(
+        "WeightBatch",
+        "weights",
+        lambda: WeightBatch((torch.rand(1, 5, 6), torch.rand(1, 3, 4)), (torch.rand(1, 5), torch.rand(1, 3))),
+        kind="shape",
+    ),
+    bad("WeightBatch.to", "dtype", lambda: WA.to("float64"), WA, kind="type"),
+    bad("WeightBatch.to", "dtype", lambda: WA.to(torch.int64), WA, kind="integer"),
+    bad("WeightBatch.to", "dtype", lambda: WA.to(None), WA, kind="none"),
 ]
+
+
+def _tmpdir():
+    import tempfile
+
+    return tempfile.mkdtemp(prefix="da-bad-")
+
+
+def _junk():
+    import os
+
+    path = os.path.join(_tmpdir(), "junk.pt")
+    with open(path, "w") as f:
+        f.write("junk")
+    return path
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import struct
 from dataclasses import asdict, fields
 from typing import Iterable, Mapping, Sequence
 
@@ -19,7 +20,7 @@ from torch import nn
 
 from ..errors import InputError
 from ..runs import atomic_write_bytes
-from ..validation import check_seed, check_tensor
+from ..validation import check_int, check_seed, check_tensor
 from .conversion import architecture, check_same_dtype, from_sequential, from_state_dict
 from .encoder import DeepAlignNet, EncoderConfig
 from .permutations import mlp_merge, mlp_permute
@@ -127,10 +128,9 @@ class DeepAlign:
         unknown = sorted(set(encoder) - names)
         if unknown:
             raise InputError(f"unknown encoder options {unknown}", f"choose from {sorted(names)}")
-        try:
-            widths = tuple(int(w) for w in widths)
-        except (TypeError, ValueError):
-            raise InputError(f"widths must be a sequence of integers or an nn.Sequential, got {widths!r}") from None
+        if isinstance(widths, (str, bytes)) or not isinstance(widths, Iterable):
+            raise InputError(f"widths must be a sequence of integers or an nn.Sequential, got {widths!r}")
+        widths = tuple(check_int(w, "widths", min_val=1) for w in widths)
         self.seed = seed
         self.net = DeepAlignNet(widths, EncoderConfig(**encoder), seed=seed, features=features)
         self.net.eval()
@@ -195,6 +195,8 @@ class DeepAlign:
         """
         if config is not None and train:
             raise InputError("give either config or keyword training options, not both")
+        if config is not None and not isinstance(config, TrainConfig):
+            raise InputError(f"config must be a TrainConfig, got {type(config).__name__}", "or give keyword options")
         names = {f.name for f in fields(TrainConfig)}
         unknown = sorted(set(train) - names)
         if unknown:
@@ -294,6 +296,8 @@ class DeepAlign:
         """
         import io
 
+        if not isinstance(path, (str, os.PathLike)) or not str(path) or os.path.isdir(path):
+            raise InputError(f"path must be a file name (str or os.PathLike), got {path!r}")
         buf = io.BytesIO()
         torch.save(
             {
@@ -324,13 +328,15 @@ class DeepAlign:
         InputError
             When the file is not such a checkpoint.
         """
+        if not isinstance(path, (str, os.PathLike)):
+            raise InputError(f"path must be a file name (str or os.PathLike), got {type(path).__name__}")
         try:
             blob = torch.load(path, map_location="cpu", weights_only=True)
             obj = cls(blob["widths"], seed=int(blob["seed"]), features=blob.get("features"), **blob["encoder"])
             obj.net.load_state_dict(blob["state_dict"])
-        except (OSError, KeyError, RuntimeError, TypeError, ValueError, pickle.UnpicklingError) as exc:
+        except (OSError, KeyError, RuntimeError, TypeError, ValueError, pickle.UnpicklingError, struct.error) as exc:
             raise InputError(
-                f"path {str(path)!r}: cannot load a Deep-Align model: {str(exc).splitlines()[0]}"
+                f"path {str(path)!r}: cannot load a Deep-Align model: {' '.join(str(exc).split())[:120]}"
             ) from None
         obj.net.eval()
         return obj

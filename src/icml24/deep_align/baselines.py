@@ -23,6 +23,7 @@ from .evaluation import lerp, loss_and_accuracy
 from .permutations import check_perms, permute_soft
 from .sinkhorn import hungarian, sinkhorn
 from .weights import WeightBatch, check_same_architecture, check_weight_batch
+from .world import LR_MAX, TAU_MIN
 
 
 def _single(net, name: str) -> WeightBatch:
@@ -327,8 +328,8 @@ def sinkhorn_rebasin(
     _mlp_only(a, "sinkhorn_rebasin")
     steps = check_int(steps, "steps", min_val=0)
     n_sink = check_int(n_sink, "n_sink", min_val=1)
-    lr = check_float(lr, "lr", min_val=0.0, include_boundaries="neither")
-    tau = check_float(tau, "tau", min_val=0.0, include_boundaries="neither")
+    lr = check_float(lr, "lr", min_val=0.0, max_val=LR_MAX, include_boundaries="right")
+    tau = check_float(tau, "tau", min_val=TAU_MIN)
     init_noise = check_float(init_noise, "init_noise", min_val=0.0)
     seed = check_seed(seed)
     if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != a.widths[0]:

@@ -26,7 +26,7 @@ from ..errors import InputError
 from ..validation import check_float, check_int, check_seed, check_tensor
 from .evaluation import lerp
 from .weights import WeightBatch
-from .world import split_networks
+from .world import LR_MAX, split_networks
 from .zoo import Zoo
 
 
@@ -60,7 +60,7 @@ class CNNSpec:
         if len(self.channels) < 2:
             raise InputError(f"channels must give the input channels and at least one Conv2d's, got {self.channels}")
         object.__setattr__(self, "channels", tuple(check_int(c, "channels", min_val=1) for c in self.channels))
-        check_int(self.classes, "classes", min_val=1)
+        check_int(self.classes, "classes", min_val=2)
         check_int(self.kernel, "kernel", min_val=1)
         check_int(self.stride, "stride", min_val=1)
         check_int(self.padding, "padding", min_val=0)
@@ -301,7 +301,7 @@ def train_cnn_zoo(
     val = check_int(val, "val", min_val=0)
     test = check_int(test, "test", min_val=0)
     steps = check_int(steps, "steps", min_val=0)
-    lr = check_float(lr, "lr", min_val=0.0, include_boundaries="neither")
+    lr = check_float(lr, "lr", min_val=0.0, max_val=LR_MAX, include_boundaries="right")
     batch_size = check_int(batch_size, "batch_size", min_val=1)
     seed = check_seed(seed)
     eval_images = check_int(eval_images, "eval_images", min_val=1, allow_none=True)

@@ -524,6 +524,19 @@ class DeepAlignNet(nn.Module):
         list of torch.Tensor
             Per hidden layer ``(B, d_l, d_l)``.
         """
+        for name, e in (("ea", ea), ("eb", eb)):
+            if (
+                not isinstance(e, (list, tuple))
+                or not e
+                or not all(isinstance(t, torch.Tensor) and t.dim() == 3 for t in e)
+            ):
+                raise InputError(f"{name} must be a non-empty list of (B, d_l, F) tensors, as embed returns")
+        if len(ea) != len(eb) or any(
+            x.shape[2] != y.shape[2] or (x.shape[0] != y.shape[0] and 1 not in (x.shape[0], y.shape[0]))
+            for x, y in zip(ea, eb)
+        ):
+            shapes = [tuple(t.shape) for t in eb], [tuple(t.shape) for t in ea]
+            raise InputError(f"eb {shapes[0]} does not match ea {shapes[1]} (layers, batch, features)")
         return [torch.einsum("bid,bjd->bij", x, y) for x, y in zip(ea, eb)]
 
     def forward(self, a: WeightBatch, b: WeightBatch) -> list[torch.Tensor]:

@@ -67,7 +67,7 @@ def interpolation(
         check_same_dtype(a, b)
     elif isinstance(a, nn.Module) or isinstance(b, nn.Module):
         raise InputError("a and b must both be nn.Modules or both WeightBatches")
-    n_alphas = check_int(n_alphas, "n_alphas", min_val=2)
+    n_alphas = check_int(n_alphas, "n_alphas", min_val=2, max_val=10_000)
     x = check_tensor(x, "x")
     if wa.convolutional:
         if not modules:

@@ -65,7 +65,10 @@ def check_perms(
         raise InputError(f"{name} must be a list of {len(hidden)} index tensors, one per hidden layer")
     out = []
     for l, (p, d) in enumerate(zip(perms, hidden)):
-        p = torch.as_tensor(p)
+        try:
+            p = torch.as_tensor(p)
+        except (TypeError, ValueError, RuntimeError):
+            raise InputError(f"{name}[{l}] must be an index tensor, got {type(p).__name__}") from None
         if p.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
             raise InputError(f"{name}[{l}] must hold integer indices, got {p.dtype}")
         p = p.long()

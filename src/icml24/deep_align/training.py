@@ -41,6 +41,7 @@ from .evaluation import forward, lerp
 from .permutations import invert, permute_hard, permute_soft, random_perms
 from .sinkhorn import hungarian, sinkhorn
 from .weights import WeightBatch
+from .world import LR_MAX, TAU_MIN
 
 log = logging.getLogger(__name__)
 
@@ -108,10 +109,13 @@ class TrainConfig:
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "image_batch_size", "n_sink", "eval_every", "max_val_pairs"):
             check_int(getattr(self, name), name, min_val=1)
-        for name in ("lr", "tau", "clip"):
-            check_float(getattr(self, name), name, min_val=0.0, include_boundaries="neither")
+        check_float(self.lr, "lr", min_val=0.0, max_val=LR_MAX, include_boundaries="right")
+        check_float(self.tau, "tau", min_val=TAU_MIN)
+        check_float(self.clip, "clip", min_val=0.0, include_boundaries="neither")
         for name in ("weight_decay", "sup_weight", "rec_weight", "noise_scale", "pos_scale"):
             check_float(getattr(self, name), name, min_val=0.0)
+        if self.sup_weight == 0 and self.rec_weight == 0:
+            raise InputError("sup_weight and rec_weight are both 0: nothing to train", "give one a positive weight")
         check_bool(self.amsgrad, "amsgrad")
         check_choice(self.schedule, "schedule", ("constant", "cosine"), normalise=False)
         check_choice(self.recon, "recon", ("l2", "lmc", "both"), normalise=False)

@@ -52,6 +52,9 @@ class WeightBatch:
     weights: tuple[torch.Tensor, ...]
     biases: tuple[torch.Tensor, ...]
 
+    def __post_init__(self) -> None:
+        check_weight_batch(self, "weights", finite=False)  # shapes and dtypes now; values where it is used
+
     @property
     def widths(self) -> tuple[int, ...]:
         """The architecture ``(d_0, ..., d_M)``."""
@@ -91,7 +94,9 @@ class WeightBatch:
         return WeightBatch(tuple(w.detach() for w in self.weights), tuple(b.detach() for b in self.biases))
 
     def to(self, dtype: torch.dtype) -> "WeightBatch":
-        """The same networks in ``dtype``."""
+        """The same networks in ``dtype`` (a floating ``torch.dtype``)."""
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise InputError(f"dtype must be a floating torch.dtype, got {dtype!r}")
         return WeightBatch(tuple(w.to(dtype) for w in self.weights), tuple(b.to(dtype) for b in self.biases))
 
     def flat(self) -> torch.Tensor:
@@ -165,7 +170,7 @@ class WeightBatch:
         )
 
 
-def check_weight_batch(wb: object, name: str = "nets") -> WeightBatch:
+def check_weight_batch(wb: object, name: str = "nets", *, finite: bool = True) -> WeightBatch:
     """Validate a :class:`WeightBatch`: layer shapes that chain, at least one hidden layer, finite floats.
 
     Parameters
@@ -173,6 +178,8 @@ def check_weight_batch(wb: object, name: str = "nets") -> WeightBatch:
     wb : object
     name : str, default "nets"
         The argument's name in messages.
+    finite : bool, default True
+        Also refuse NaN and infinite values.
 
     Returns
     -------
@@ -216,7 +223,7 @@ def check_weight_batch(wb: object, name: str = "nets") -> WeightBatch:
         for t in (w, b):
             if not torch.is_floating_point(t):
                 raise InputError(f"{name}: layer {k} has dtype {t.dtype}, expected floating point")
-            if not bool(torch.isfinite(t).all()):
+            if finite and not bool(torch.isfinite(t).all()):
                 raise InputError(f"{name}: layer {k} has non-finite (NaN or inf) values")
     return wb
 

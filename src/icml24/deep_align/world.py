@@ -28,6 +28,9 @@ from ..data.tabular import Split, digits
 from ..errors import InputError
 from ..validation import check_float, check_int, check_seed
 
+LR_MAX = 10.0  # learning rates: larger ones diverge (and beyond float32's range they overflow the optimiser)
+TAU_MIN = 1e-6  # Sinkhorn temperatures: smaller ones overflow the scaled scores
+
 __all__ = ["MLPZoo", "mlp_zoo", "init_mlps", "train_mlps", "split_networks", "mlp_widths", "mlp_module"]
 
 Layers = tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]
@@ -334,7 +337,7 @@ def train_mlps(
     """
     _check_layers(weights, biases)
     steps = check_int(steps, "steps", min_val=0)
-    lr = check_float(lr, "lr", min_val=0.0, include_boundaries="neither")
+    lr = check_float(lr, "lr", min_val=0.0, max_val=LR_MAX, include_boundaries="right")
     weight_decay = check_float(weight_decay, "weight_decay", min_val=0.0)
     batch_size = check_int(batch_size, "batch_size", min_val=1, allow_none=True)
     seed = check_seed(seed)
@@ -401,7 +404,7 @@ def mlp_zoo(
     n = check_int(n, "n", min_val=1)
     steps = check_int(steps, "steps", min_val=1)
     widths = mlp_widths(widths)
-    lr = check_float(lr, "lr", min_val=0.0, include_boundaries="neither")
+    lr = check_float(lr, "lr", min_val=0.0, max_val=LR_MAX, include_boundaries="right")
     seed = check_seed(seed)
     batch_size = check_int(batch_size, "batch_size", min_val=1, allow_none=True)
     data = data if data is not None else digits(seed=seed)

@@ -52,6 +52,11 @@ class Zoo:
     test_acc: torch.Tensor = field(default_factory=lambda: torch.empty(0))
     template: nn.Module | None = None
 
+    def __post_init__(self) -> None:
+        for name, kind in (("nets", WeightBatch), ("data", Split), ("splits", dict)):
+            if not isinstance(getattr(self, name), kind):
+                raise InputError(f"{name} must be a {kind.__name__}, got {type(getattr(self, name)).__name__}")
+
     @property
     def widths(self) -> tuple[int, ...]:
         """The architecture ``(d_0, ..., d_M)``."""
@@ -120,6 +125,11 @@ class Zoo:
         elif isinstance(nets, Iterable) and not isinstance(nets, (str, bytes, dict)):
             nets = list(nets)
         wb = from_sequential(nets, "nets")
+        x, top = data.x_train, int(data.y_train.max()) if data.y_train.numel() else 0
+        if x.dim() != (4 if wb.convolutional else 2) or x.shape[1] != wb.widths[0] or top >= wb.widths[-1]:
+            raise InputError(
+                f"data (inputs {tuple(x.shape[1:])}, labels to {top}) does not fit nets of widths {wb.widths}"
+            )
         template = copy.deepcopy(nets[0]) if wb.convolutional else None
         return cls(wb, data, split_networks(wb.size, val, test, seed), template=template)
 
