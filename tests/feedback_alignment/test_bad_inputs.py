@@ -147,6 +147,7 @@ CASES = [
     bad("make_mlp", "dtype", lambda: make_mlp([4, 3], dtype=torch.int64), kind="dtype"),
     bad("make_mlp", "dtype", lambda: make_mlp([4, 3], dtype="float32"), kind="type"),
     bad("make_mlp", "bias", lambda: make_mlp([4, 3], bias=None), kind="none"),
+    bad("make_mlp", "sizes", lambda: make_mlp([4, 2**70, 3]), kind="overflow"),
     # make_cnn
     bad("make_cnn", "in_channels", lambda: make_cnn(0), kind="range"),
     bad("make_cnn", "image_size", lambda: make_cnn(1, 6, (2, 2)), kind="size"),
@@ -158,6 +159,10 @@ CASES = [
     bad("make_cnn", "pool", lambda: make_cnn(1, 4, (2,), pool=["avg"]), kind="type"),
     bad("make_cnn", "init_scale", lambda: make_cnn(1, 4, (2,), init_scale=math.inf), kind="nan"),
     bad("make_cnn", "dtype", lambda: make_cnn(1, 4, (2,), dtype=torch.float16), kind="dtype"),
+    bad("make_cnn", "in_channels", lambda: make_cnn(2**70), kind="overflow"),
+    bad("make_cnn", "image_size", lambda: make_cnn(1, 2**70, (2,)), kind="overflow"),
+    bad("make_cnn", "n_classes", lambda: make_cnn(1, 4, (2,), 2**70), kind="overflow"),
+    bad("make_cnn", "channels", lambda: make_cnn(1, 4, (2**70,)), kind="overflow"),
     # align_init_ (changes net in place on success only)
     bad("align_init_", "strength", lambda: align_init_(NET, 1.5), *ALL, kind="range"),
     bad("align_init_", "strength", lambda: align_init_(NET, NAN), *ALL, kind="nan"),
@@ -184,6 +189,8 @@ CASES = [
     bad("train", "seed", lambda: train(NET, X, Y, lr=0.1, steps=1, seed=-2), *ALL, kind="range"),
     bad("train", "callback", lambda: train(NET, X, Y, lr=0.1, steps=1, callback=3), *ALL, kind="type"),
     bad("train", "weight_decay", lambda: train(NET, X, Y, lr=0.1, steps=1, weight_decay=-1e-3), *ALL, kind="range"),
+    bad("train", "lr", lambda: train(NET, X, Y, lr=1e300, steps=1), *ALL, kind="float32-overflow"),
+    bad("train", "weight_decay", lambda: train(NET, X, Y, lr=0.1, steps=1, weight_decay=1e300), *ALL, kind="overflow"),
     # accuracy
     bad("accuracy", "net", lambda: accuracy(None, X, Y), X, Y, kind="none"),
     bad("accuracy", "net", lambda: accuracy("net", X, Y), X, Y, kind="type"),

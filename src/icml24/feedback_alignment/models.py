@@ -17,6 +17,8 @@ from ..errors import InputError
 from ..validation import check_bool, check_float, check_int, check_seed
 from .network import WEIGHTED, FeedbackNetwork
 
+WIDTH_MAX = 2**31 - 1  # a layer width torch can allocate a weight for (larger ones overflow its size type)
+
 _ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {
     "relu": nn.ReLU,
     "leaky_relu": lambda: nn.LeakyReLU(0.1),
@@ -60,9 +62,9 @@ def make_mlp(
         isinstance(sizes, (str, bytes))
         or not isinstance(sizes, Sequence)
         or len(sizes) < 2
-        or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sizes)
+        or any(isinstance(s, bool) or not isinstance(s, int) or not 1 <= s <= WIDTH_MAX for s in sizes)
     ):
-        raise InputError(f"sizes must be at least two positive integers, got {sizes!r}")
+        raise InputError(f"sizes must be at least two integers in [1, 2**31 - 1], got {sizes!r}")
     if not isinstance(activation, str) or activation not in _ACTIVATIONS:
         raise InputError(f"activation must be one of {', '.join(_ACTIVATIONS)}, got {activation!r}")
     init_scale = check_float(init_scale, "init_scale", min_val=0.0, include_boundaries="right")
@@ -120,19 +122,19 @@ def make_cnn(
     -------
     torch.nn.Sequential
     """
-    in_channels = check_int(in_channels, "in_channels", min_val=1)
-    image_size = check_int(image_size, "image_size", min_val=1)
-    n_classes = check_int(n_classes, "n_classes", min_val=2)
-    kernel_size = check_int(kernel_size, "kernel_size", min_val=1)
+    in_channels = check_int(in_channels, "in_channels", min_val=1, max_val=WIDTH_MAX)
+    image_size = check_int(image_size, "image_size", min_val=1, max_val=WIDTH_MAX)
+    n_classes = check_int(n_classes, "n_classes", min_val=2, max_val=WIDTH_MAX)
+    kernel_size = check_int(kernel_size, "kernel_size", min_val=1, max_val=WIDTH_MAX)
     if kernel_size % 2 == 0:
         raise InputError(f"kernel_size must be odd, got {kernel_size}")
     if (
         isinstance(channels, (str, bytes))
         or not isinstance(channels, Sequence)
         or len(channels) < 1
-        or any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in channels)
+        or any(isinstance(c, bool) or not isinstance(c, int) or not 1 <= c <= WIDTH_MAX for c in channels)
     ):
-        raise InputError(f"channels must be one or more positive integers, got {channels!r}")
+        raise InputError(f"channels must be one or more integers in [1, 2**31 - 1], got {channels!r}")
     if image_size % (2 ** len(channels)):
         raise InputError(f"image_size {image_size} must be divisible by 2**len(channels) = {2 ** len(channels)}")
     if pool not in ("avg", "max"):

@@ -92,11 +92,12 @@ def train(
     x, y = check_batch(net, x, y)
     if callback is not None and not callable(callback):
         raise InputError(f"callback must be callable (called as callback(step)), got {type(callback).__name__}")
-    lr = check_float(lr, "lr", min_val=0.0, include_boundaries="right")
+    top = torch.finfo(next(net.parameters()).dtype).max  # SGD casts lr and weight_decay to the weights' dtype
+    lr = check_float(lr, "lr", min_val=0.0, max_val=top, include_boundaries="right")
     steps = check_int(steps, "steps", min_val=0)
     batch_size = check_int(batch_size, "batch_size", min_val=1, allow_none=True)
     seed = check_seed(seed)
-    weight_decay = check_float(weight_decay, "weight_decay", min_val=0.0)
+    weight_decay = check_float(weight_decay, "weight_decay", min_val=0.0, max_val=top)
     lf = loss_fn(loss)
     opt = torch.optim.SGD(net.parameters(), lr=float(lr), weight_decay=float(weight_decay))
     gen = torch.Generator(device="cpu").manual_seed(seed)
