@@ -323,3 +323,39 @@ def test_every_public_callable_has_cases():
         "Tuned": "a record of tune's runs and pilot scores",
     }
     assert coverage_gaps(icml24.group_dro, CASES, exempt=exempt) == {}
+
+
+_T = tune(P, "smd", targets=(0.5,), max_ifo=200, pilot=50, seed=0, grid=(1.0,), keep=1, extra=0)
+ISSUE47 = [
+    bad("aleg", "steps", lambda: aleg(P, epochs=1, steps="abc"), P, kind="str"),
+    bad("aleg", "steps", lambda: aleg(P, epochs=1, inner=2, steps=iter([1.0, 1.0])), P, kind="iterator"),
+    bad("aleg", "inner", lambda: aleg(P, epochs=1, inner=2**70), P, kind="overflow"),
+    bad("alem", "inner", lambda: alem(P, epochs=1, inner=2**70), P, kind="overflow"),
+    bad("pilot_gamma", "inner", lambda: pilot_gamma(P, inner=2**70), P, kind="overflow"),
+    bad("pilot_gamma", "grid", lambda: pilot_gamma(P, grid=None), P, kind="none"),
+    bad("pilot_gamma", "grid", lambda: pilot_gamma(P, grid="abc"), P, kind="str"),
+    bad("one_level_vr", "inner", lambda: one_level_vr(P, epochs=1, inner=2**70), P, kind="overflow"),
+    bad("smd_mero", "max_ifo", lambda: smd_mero(P, max_ifo=2**70), P, kind="overflow"),
+    bad("synthetic_problem", "m", lambda: synthetic_problem(m=2**70), kind="overflow"),
+    bad("synthetic_problem", "n", lambda: synthetic_problem(n=2**70), kind="overflow"),
+    bad("synthetic_problem", "d", lambda: synthetic_problem(d=2**70), kind="overflow"),
+    bad("GroupDROLoss", "n_groups", lambda: GroupDROLoss(2**70), kind="overflow"),
+    bad("VRGroupDROLoss", "n_groups", lambda: VRGroupDROLoss(2**70), kind="overflow"),
+    bad("Box.bind", "dim", lambda: Box(-1.0, 1.0).bind(None), kind="none"),
+    bad("Box.bind", "dim", lambda: Box(-1.0, 1.0).bind(-1), kind="range"),
+    bad("Box.bind", "dim", lambda: Box(-1.0, 1.0).bind(2.5), kind="type"),
+    bad("Box.bind", "dim", lambda: Box(-1.0, 1.0).bind(2**70), kind="overflow"),
+    bad("Tuned.ifo", "target", lambda: _T.ifo(None), _T, kind="none"),
+    bad("Tuned.ifo", "target", lambda: _T.ifo(NAN), _T, kind="nan"),
+    bad("Tuned.ifo", "target", lambda: _T.ifo("0.5"), _T, kind="type"),
+    bad("Tuned.ifo", "target", lambda: _T.ifo(-1.0), _T, kind="range"),
+]
+
+
+@pytest.mark.parametrize("case", ISSUE47, ids=lambda c: c.id)
+def test_refuses_issue47(case):
+    assert_refuses(case)
+
+
+def test_tuned_ifo_of_a_reached_target():
+    assert _T.ifo(0.5) == _T.best.hits[0.5]

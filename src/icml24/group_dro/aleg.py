@@ -59,7 +59,8 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import InputError
-from ..validation import check_float, check_int, check_rng
+from ..validation import check_array, check_float, check_int, check_rng
+from .domain import COUNT_MAX
 from .mirror import Budget, Callback, Geometry, Result, check_offsets, check_problem, check_stop
 from .operators import (  # noqa: F401 - importable from here as before
     Snapshot,
@@ -132,9 +133,8 @@ def pilot_gamma(
     """
     problem = check_problem(problem)
     epochs = check_int(epochs, "epochs", min_val=1)
+    grid = check_array(grid, "grid", ndim=1)
     factors = [check_float(g, "grid entries", min_val=0.0, include_boundaries="right") for g in grid]
-    if not factors:
-        raise InputError("grid must hold at least one step factor")
     offsets = check_offsets(risk_offsets, problem.m)
     if w0 is not None:
         w0 = Geometry(problem).start(w0)[0]
@@ -288,7 +288,7 @@ def _aleg(
         raise InputError(f"estimator must be one of {', '.join(ESTIMATORS)}, got {estimator!r}")
     geo = Geometry(problem)
     m, N = problem.m, problem.n_total
-    K = check_int(inner, "inner", min_val=1, allow_none=True) or int(math.ceil(N / m))
+    K = check_int(inner, "inner", min_val=1, max_val=COUNT_MAX, allow_none=True) or int(math.ceil(N / m))
     if alpha is None:
         alpha = 1.0 - 1.0 / K
     alpha = check_float(alpha, "alpha", min_val=0.0, max_val=1.0, include_boundaries="left")
@@ -316,8 +316,8 @@ def _aleg(
         etas = np.full(K, eta)
     else:
         L_F, gamma = math.nan, math.nan
-        etas = np.asarray(steps, dtype=float).reshape(-1)
-        if etas.shape != (K,) or not np.all(np.isfinite(etas)) or not np.all(etas > 0):
+        etas = check_array(steps, "steps", ndim=1, shape=(K,))
+        if not np.all(etas > 0):
             raise InputError(f"steps must be {K} positive finite numbers (one per inner iteration)")
 
     w, lq = geo.start(w0)

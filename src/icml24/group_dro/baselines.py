@@ -34,6 +34,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..validation import check_float, check_int, check_rng
+from .domain import COUNT_MAX
 from .glm_losses import SCALAR_LOSSES
 from .mirror import Budget, Callback, Geometry, Result, check_offsets, check_problem, check_stop
 from .operators import Snapshot, draw_group_samples, snapshots
@@ -227,7 +228,7 @@ def one_level_vr(
     epochs, max_ifo = check_stop(epochs, max_ifo, 100)
     geo = Geometry(problem)
     m, N = problem.m, problem.n_total
-    K = check_int(inner, "inner", min_val=1, allow_none=True) or N
+    K = check_int(inner, "inner", min_val=1, max_val=COUNT_MAX, allow_none=True) or N
     if alpha is None:
         alpha = 1.0 - 1.0 / K
     alpha = check_float(alpha, "alpha", min_val=0.0, max_val=1.0, include_boundaries="left")
@@ -511,7 +512,7 @@ def smd_mero(
     """
     problem = check_problem(problem)
     rng = check_rng(seed)
-    max_ifo = check_int(max_ifo, "max_ifo", min_val=1)
+    max_ifo = check_int(max_ifo, "max_ifo", min_val=1, max_val=COUNT_MAX)
     gamma = check_float(gamma, "gamma", min_val=0.0, include_boundaries="right")
     g1 = (
         gamma

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
-from ..validation import check_array, check_float
+from ..validation import check_array, check_float, check_int
+
+COUNT_MAX = 2**31 - 1  # the largest group count, dimension or inner-loop length numpy and torch can allocate for
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,7 @@ class Box:
 
     def bind(self, dim: int) -> "ConvexSet":
         """The box in dimension ``dim`` as a :class:`BoxSet`."""
+        dim = check_int(dim, "dim", min_val=1, max_val=COUNT_MAX)
         lo = (
             np.broadcast_to(np.asarray(self.lower, dtype=float), (dim,)).copy()
             if np.ndim(self.lower) == 0

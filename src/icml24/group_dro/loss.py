@@ -34,6 +34,7 @@ from torch import nn
 
 from ..errors import InputError
 from ..validation import check_array, check_float, check_int, check_tensor
+from .domain import COUNT_MAX
 
 #: The reference code's default step size of the q-update (``--robust_step_size 0.01``).
 ROBUST_STEP_SIZE = 0.01
@@ -149,7 +150,7 @@ class GroupDROLoss(nn.Module):
         adjustment: Any = 0.0,
     ) -> None:
         super().__init__()
-        self.n_groups = check_int(n_groups, "n_groups", min_val=1)
+        self.n_groups = check_int(n_groups, "n_groups", min_val=1, max_val=COUNT_MAX)
         self.eta = check_float(eta, "eta", min_val=0.0, include_boundaries="neither")
         m = self.n_groups
         if isinstance(adjustment, (int, float, np.number)) and not isinstance(adjustment, bool):

@@ -233,7 +233,7 @@ class Tuned:
 
     def ifo(self, target: float) -> float:
         """The best run's IFO to ``target`` (inf: not reached)."""
-        return self.best.hits.get(target, math.inf)
+        return self.best.hits.get(check_float(target, "target", min_val=0.0, include_boundaries="right"), math.inf)
 
 
 def _positive_floats(values, name: str) -> tuple[float, ...]:

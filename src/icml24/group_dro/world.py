@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..validation import check_bool, check_float, check_int, check_rng
-from .domain import Ball, Box
+from .domain import COUNT_MAX, Ball, Box
 from .glm_losses import LOSSES
 from .problem import GroupProblem
 
@@ -58,22 +58,22 @@ def synthetic_groups(
     groups : numpy.ndarray, shape (N,)
         The group (``0..m-1``) of every sample.
     """
-    m = check_int(m, "m", min_val=1)
-    d = check_int(d, "d", min_val=1)
+    m = check_int(m, "m", min_val=1, max_val=COUNT_MAX)
+    d = check_int(d, "d", min_val=1, max_val=COUNT_MAX)
     shift = check_float(shift, "shift", min_val=0.0)
     flip = check_float(flip, "flip", min_val=0.0, max_val=0.5, include_boundaries="left")
     rng = check_rng(seed)
     if isinstance(n, tuple):
         if len(n) != 2:
             raise InputError(f"n range must be a (low, high) pair, got {n!r}")
-        lo, hi = check_int(n[0], "n[0]"), check_int(n[1], "n[1]")
+        lo, hi = check_int(n[0], "n[0]", max_val=COUNT_MAX), check_int(n[1], "n[1]", max_val=COUNT_MAX)
         if not 1 <= lo <= hi:
             raise InputError(f"n range must satisfy 1 <= low <= high, got {n!r}")
         sizes = rng.integers(lo, hi + 1, size=m)
     else:
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
             raise InputError(f"n must be a positive integer or a (low, high) range, got {n!r}")
-        sizes = np.full(m, check_int(n, "n", min_val=1))
+        sizes = np.full(m, check_int(n, "n", min_val=1, max_val=COUNT_MAX))
     u = rng.standard_normal(d)
     u *= 2.0 / np.linalg.norm(u)
     X, y, g = [], [], []
