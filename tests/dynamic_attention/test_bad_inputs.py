@@ -266,3 +266,26 @@ def test_structures_still_answer_after_refusals():
     for m in S.values():
         truth = attention(m.Q, m.K, m.V)
         assert abs(m.query(0, 1) - float(truth[0, 1])) <= 1e-12
+
+
+ISSUE47 = [
+    *(
+        bad(cls.__name__, "capacity", lambda c=cls: c(Q, K, V, capacity=2**70), *USER, kind="overflow")
+        for cls in (DynamicAttention, NaiveAttention, EagerAttention, DenseLazyAttention, FullRecompute)
+    ),
+    bad("DenseLazyAttention", "k", lambda: DenseLazyAttention(Q, K, V, k=2**70), *USER, kind="overflow"),
+    bad("DynamicAttention", "Q", lambda: DynamicAttention(Q.to(torch.complex128), K, V), *USER, kind="complex"),
+    bad("NaiveAttention", "V", lambda: NaiveAttention(Q, K, V.to(torch.complex128)), *USER, kind="complex"),
+    bad(
+        "MultiHeadDynamicAttention",
+        "capacity",
+        lambda: MultiHeadDynamicAttention(Q[None], K[None], V[None], capacity=2**70),
+        *USER,
+        kind="overflow",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", ISSUE47, ids=lambda c: c.id)
+def test_refuses_issue47(case):
+    assert_refuses(case)

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from ..validation import check_int
-from .checks import EXP_HEADROOM, check_index, check_tau
+from .checks import EXP_HEADROOM, ROWS_MAX, check_index, check_tau
 from .maintainer import AttentionMaintainer
 from .reference import blocked_attention
 from .structure import rebuild_period
@@ -307,7 +307,7 @@ class DenseLazyAttention(AttentionMaintainer):
     ) -> None:
         super().__init__(Q, K, V, dtype=dtype, capacity=capacity)
         self.tau = check_tau(tau)
-        k = check_int(k, "k", min_val=1, allow_none=True)
+        k = check_int(k, "k", min_val=1, max_val=ROWS_MAX, allow_none=True)
         self.k = rebuild_period(self.n, self.tau) if k is None else k
         logits = self.Q @ self.K.T
         self.shift = logits.max(dim=1).values

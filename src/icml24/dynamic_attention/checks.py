@@ -31,6 +31,8 @@ EXP_HEADROOM = {torch.float64: 64.0, torch.float32: 16.0}
 # Unit roundoff of each dtype.
 UNIT_ROUNDOFF = {torch.float64: 2.0**-53, torch.float32: 2.0**-24}
 
+ROWS_MAX = 2**31 - 1  # the most rows (capacity, pending updates) torch can allocate a buffer for
+
 
 def magnitude_limits(Q: torch.Tensor, n: int) -> tuple[float, float]:
     """The largest absolute key and value entries that keep every computation finite.
@@ -88,6 +90,8 @@ def as_matrix(name: str, value, dtype: torch.dtype | None = None) -> torch.Tenso
             raise InputError(f"{name} must be a 2-D array of numbers, got {type(value).__name__}") from None
     if value.dim() != 2 or value.shape[0] < 1 or value.shape[1] < 1:
         raise InputError(f"{name} must be a non-empty 2-D matrix, got shape {tuple(value.shape)}")
+    if value.is_complex():  # a cast would drop the imaginary parts silently
+        raise InputError(f"{name} must hold real numbers, got {value.dtype}")
     target = dtype if dtype is not None else value.dtype
     if not value.is_floating_point() and dtype is None:
         target = torch.float64

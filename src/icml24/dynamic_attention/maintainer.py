@@ -16,6 +16,7 @@ from ..errors import InputError
 from ..validation import check_int
 from .checks import (  # noqa: F401 - importable from here as before
     EXP_HEADROOM,
+    ROWS_MAX,
     UNIT_ROUNDOFF,
     as_float64,
     as_matrix,
@@ -129,7 +130,7 @@ class AttentionMaintainer:
 
     def __init__(self, Q, K, V, *, dtype: torch.dtype | None = None, capacity: int | None = None) -> None:
         self.Q, K, V = check_qkv(Q, K, V, dtype)
-        capacity = check_int(capacity, "capacity", min_val=1, allow_none=True)
+        capacity = check_int(capacity, "capacity", min_val=1, max_val=ROWS_MAX, allow_none=True)
         if capacity is not None and capacity < K.shape[0]:
             raise InputError(
                 f"capacity={capacity} is below the {K.shape[0]} rows of K", "pass capacity >= len(K), or None"
