@@ -35,6 +35,15 @@ def test_each_run_gets_its_own_directory_with_config_results_report_and_plots(tm
     assert not any(second.path.glob("*.md"))  # the second run is untouched by the first's outputs
 
 
+def test_config_keeps_plain_values_and_leaves_parsers_out(tmp_path):
+    args = _args(tmp_path)
+    args.help_parser = argparse.ArgumentParser()  # verbs with subcommands keep their parser in the namespace
+    args.func = print
+    run = start_run(args, "demo", "demo")
+    config = json.loads((run.path / "config.json").read_text())
+    assert config["out"] == str(tmp_path) and "help_parser" not in config and "func" not in config
+
+
 def test_scale_note_only_below_quick():
     assert "too small to judge" in scale_note("smoke")
     assert scale_note("quick") is None and scale_note("paper") is None

@@ -18,9 +18,10 @@ Usage in a package's ``cli.py``::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from .files import atomic_write_json, atomic_write_text, encode_nonfinite
 from .runs import RunDir, artifacts_to, save_figure
@@ -46,8 +47,45 @@ def add_out_argument(parser: argparse.ArgumentParser, default: str = "runs") -> 
 
 
 def _config(args: argparse.Namespace | Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments worth saving: JSON values (paths as strings); parsers, functions and other objects left out."""
     items = vars(args).items() if isinstance(args, argparse.Namespace) else dict(args).items()
-    return {k: (str(v) if isinstance(v, Path) else v) for k, v in items if not callable(v)}
+    plain = (str, int, float, bool, type(None), list, tuple, dict)
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in items if isinstance(v, (Path, *plain))}
+
+
+@contextlib.contextmanager
+def elapsed(desc: str) -> Iterator[None]:
+    """Show ``desc: <elapsed>`` on stderr, refreshed every second, while calls with no progress hook run (a tqdm
+    line; silent off a terminal).
+
+    Parameters
+    ----------
+    desc : str
+        What is running.
+
+    Yields
+    ------
+    None
+    """
+    import threading
+
+    from tqdm.auto import tqdm
+
+    bar = tqdm(desc=desc, bar_format="{desc}: {elapsed} elapsed", file=sys.stderr, disable=None)
+    stop = threading.Event()
+
+    def tick():
+        while not stop.wait(1.0):
+            bar.refresh()
+
+    thread = threading.Thread(target=tick, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        bar.close()
 
 
 def start_run(args: argparse.Namespace, verb: str, doing: str) -> RunDir:
@@ -126,4 +164,4 @@ def finish_run(
     return written
 
 
-__all__ = ["SMALL_SCALES", "add_out_argument", "finish_run", "scale_note", "start_run"]
+__all__ = ["SMALL_SCALES", "add_out_argument", "elapsed", "finish_run", "scale_note", "start_run"]
