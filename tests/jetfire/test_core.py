@@ -20,7 +20,6 @@ from icml24.jetfire import (
 )
 from icml24.nn.lm import tiny_gpt2, tiny_llama
 from icml24.testing import fingerprint, same
-from tests.conftest import needs_text
 
 CUDA = torch.cuda.is_available()
 
@@ -286,20 +285,11 @@ def test_gpu_convert_trains_a_model(family):
     assert all(math.isfinite(v) for v in losses) and losses[-1] < losses[0]
 
 
-@needs_text
-def test_cli_train_prints_jetfire_against_fp32(capsys):
-    from icml24.cli import main
-
-    argv = ["jetfire", "train", "--steps", "3", "--layers", "1", "--width", "32", "--batch-size", "2"]
-    assert main(argv) == 0
-    out = capsys.readouterr().out
-    assert "jetfire: validation loss" in out and "fp32: validation loss" in out and "jetfire vs fp32" in out
-
-
 @pytest.mark.parametrize("device", ["tpu", "cuda:x"] + ([] if CUDA else ["cuda"]))
-def test_cli_refuses_a_bad_device(device, capsys):
+def test_cli_refuses_a_bad_device(device, capsys, tmp_path):
     from icml24.cli import main
 
-    assert main(["jetfire", "train", "--steps", "1", "--layers", "1", "--width", "32", "--device", device]) != 0
+    argv = ["jetfire", "train", "--steps", "1", "--layers", "1", "--width", "32", "--device", device]
+    assert main([*argv, "--out", str(tmp_path)]) != 0 and not list(tmp_path.iterdir())
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) >= 1 and err[0].startswith("error: --device")

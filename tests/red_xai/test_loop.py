@@ -31,21 +31,29 @@ def test_randomization_check_cascades_and_leaves_the_model():
 
 
 def test_cli_question_writes_the_report_on_digits(tmp_path, capsys):
-    out = tmp_path / "report"
-    args = ["red-xai", "question", "--data", "digits", "--plant", "corner", "--out", str(out)]
+    args = ["red-xai", "question", "--data", "digits", "--plant", "corner", "--out", str(tmp_path)]
     assert main(args + ["--epochs", "8", "--fix-epochs", "2", "--peers", "1"]) == 0
     printed = capsys.readouterr().out
+    (out,) = tmp_path.iterdir()  # a fresh run directory <UTC time>-red-xai-question
+    assert out.name.endswith("Z-red-xai-question")
+    lines = printed.splitlines()
+    assert lines[0].startswith("red-xai question: train an MLP and 1 near-equal peer (8 epochs) on ")
+    assert lines[1] == f"run directory: {out}" and lines[-1] == f"report: {out / 'report.md'}"
     for word in ("RRR", "RR-ClArC", "report:", "zplus", "Rashomon set of 2"):
         assert word in printed
     names = {p.name for p in out.iterdir()}
     figures = ("heatmaps", "spectrum", "cluster_means", "before_after", "heatmaps_after", "pixel_flipping", "rashomon")
-    assert {"report.md", "metrics.json", *(f"{f}.png" for f in figures)} <= names
+    assert {"report.md", "metrics.json", "results.json", "config.json", "env.json"} <= names
+    assert {f"{f}.png" for f in figures} <= names
     assert not any(n.endswith(".tmp") for n in names)
     text = (out / "report.md").read_text()
     for fig in figures:
         assert f"({fig}.png)" in text
     for section in ("SpRAy", "TCAV", "The fix, re-measured", "Pixel flipping", "Rashomon set", "lrp_zplus"):
         assert section in text
+    assert text.startswith("# RED XAI report") and "digits, corner patch on class 0, seed 0" in text  # + the table
+    assert json.loads((out / "results.json").read_text()) == json.loads((out / "metrics.json").read_text())
+    assert json.loads((out / "config.json").read_text())["peers"] == 1
     m = json.loads((out / "metrics.json").read_text())
     assert 0.0 <= m["reliance"] <= 1.0 and m["rrr_reliance"] <= m["reliance"]
     for k in ("", "lrp_epsilon_", "lrp_zplus_"):  # LRP heatmaps on the model and on every fix
@@ -55,6 +63,11 @@ def test_cli_question_writes_the_report_on_digits(tmp_path, capsys):
     # epsilon-LRP of a ReLU network is gradient x input (Ancona et al. 2018): the two columns agree
     assert m["lrp_epsilon_relevance_mass"] == pytest.approx(m["relevance_mass"], abs=1e-3)
     assert m["rashomon_models"] == 2 and m["rashomon_reliance_min"] <= m["rashomon_reliance_max"]
+    # a second run (the smallest) makes a second run directory and leaves the first as it was
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert main(args + ["--epochs", "1", "--fix-epochs", "0", "--peers", "0"]) == 0
+    capsys.readouterr()
+    assert len(list(tmp_path.iterdir())) == 2 and {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
 def test_question_never_changes_the_model(tmp_path):

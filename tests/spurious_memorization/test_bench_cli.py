@@ -18,14 +18,31 @@ def test_benchmark_runs_at_tiny_size(tmp_path, capsys):
     assert row["max_abs_diff"] < 1e-8 and row["ratio"] > 0
 
 
-def test_verb_prints_curves_and_saves_plot(tmp_path, capsys):
-    plot = tmp_path / "c.png"
+def _files(run):
+    return {p.name: p.read_bytes() for p in run.iterdir()}
+
+
+def test_verb_prints_curves_and_writes_a_run_directory(tmp_path, capsys):
     args = ["spurious-memorization", "--data", "digits", "--features", "ntk", "--act", "phi4"]
-    assert main(args + ["--ns", "10", "40", "--samples", "40", "--plot", str(plot)]) == 0
+    assert main(args + ["--ns", "10", "40", "--samples", "40", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "spurious" in out and "gamma" in out and plot.is_file()
+    assert "spurious" in out and "gamma" in out
+    (first,) = tmp_path.iterdir()
+    assert f"run directory: {first}" in out
+    files = _files(first)
+    assert {"config.json", "env.json", "results.json", "report.md", "curves.png"} <= set(files)
+    res = json.loads(files["results.json"])
+    assert [q["n"] for q in res["points"]] == [10, 40] and [q["replicates"] for q in res["points"]] == [4, 1]
+    assert "spurious" in files["report.md"].decode() and json.loads(files["config.json"])["ns"] == [10, 40]
+    assert main(args + ["--ns", "20", "--samples", "20", "--out", str(tmp_path)]) == 0
+    runs = sorted(tmp_path.iterdir())
+    assert len(runs) == 2 and first in runs and _files(first) == files
+    second = next(r for r in runs if r != first)
+    assert [q["n"] for q in json.loads((second / "results.json").read_text())["points"]] == [20]
+    assert (second / "curves.png").is_file()
 
 
-def test_verb_refuses_bad_input(capsys):
-    assert main(["spurious-memorization", "--ns", "1", "--plot", "/tmp/x.png"]) == 2
+def test_verb_refuses_bad_input(tmp_path, capsys):
+    assert main(["spurious-memorization", "--ns", "1", "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith("error: --ns")
+    assert not any(tmp_path.iterdir())

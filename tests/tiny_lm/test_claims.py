@@ -120,10 +120,22 @@ def test_cli_derive_writes_a_loadable_child(tmp_path, capsys):  # after the inhe
 
     text = tmp_path / "corpus.txt"
     text.write_text(austen(["emma"])[:20_000], encoding="utf-8")
-    out = tmp_path / "child"
-    args = ["--layers", "2", "--hidden", "128", "--vocab", "600", "--corpus", str(text), "--out", str(out)]
+    args = [
+        "--layers",
+        "2",
+        "--hidden",
+        "128",
+        "--vocab",
+        "600",
+        "--corpus",
+        str(text),
+        "--out",
+        str(tmp_path / "runs"),
+    ]
     assert main(["tiny-lm", "derive", *args]) == 0
-    assert "written to" in capsys.readouterr().out
+    (run,) = (tmp_path / "runs").iterdir()
+    out = run / "model"
+    assert f"written to {out}" in capsys.readouterr().out
     model, tok = LlamaForCausalLM.from_pretrained(out), AutoTokenizer.from_pretrained(out)
     assert (model.config.num_hidden_layers, model.config.hidden_size, len(tok)) == (2, 128, 600)
     ids = tok("It is a truth universally acknowledged", return_tensors="pt")["input_ids"]

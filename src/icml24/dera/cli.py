@@ -17,6 +17,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..extras import require
 from ..threads import single_thread
+from ..verbs import add_out_argument, finish_run, start_run
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,9 @@ def register(subparsers, parents) -> None:
     g.add_argument(
         "--lambda", dest="lam", type=float, required=True, help="0 = reference, 1 = aligned model, > 1 extrapolates"
     )
-    g.add_argument("--prompt", required=True)
+    g.add_argument(
+        "--prompt", required=True, help="the prompt (trained pair: 2 of the symbols abcd, e.g. ab; else any text)"
+    )
     g.add_argument("--aligned", default=None, help="local HF folder of the aligned model (default: trained pair)")
     g.add_argument("--ref", default=None, help="local HF folder of its reference model")
     g.add_argument("--samples", type=int, default=4, help="number of samples (1 = greedy unless --sample)")
@@ -44,11 +47,14 @@ def register(subparsers, parents) -> None:
     g.add_argument(
         "--num-beams", type=int, default=1, help="beam search with this many beams (prints the --samples best)"
     )
-    g.add_argument("--max-new-tokens", type=int, default=64)
-    g.add_argument("--temperature", type=float, default=1.0)
-    g.add_argument("--top-k", type=int, default=0)
-    g.add_argument("--top-p", type=float, default=1.0)
-    g.add_argument("--seed", type=int, default=0)
+    g.add_argument(
+        "--max-new-tokens", type=int, default=64, help="tokens to generate (model folders; the trained pair: 4)"
+    )
+    g.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
+    g.add_argument("--top-k", type=int, default=0, help="sample from the k most likely tokens (0 = all)")
+    g.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass (1 = all)")
+    g.add_argument("--seed", type=int, default=0, help="seed of the sampling (and of the trained pair)")
+    add_out_argument(g)
     g.set_defaults(func=generate_command)
 
 
@@ -104,14 +110,25 @@ def default_pair(seed: int = 0):
     return aligned, w.ref, w.lang
 
 
+def _lambdas(lam: float) -> list[tuple[float, str]]:
+    """The lambdas decoded: 0 (reference) and 1 (aligned) beside the chosen one, each with its label."""
+    out = [(0.0, "lambda=0 (reference)"), (1.0, "lambda=1 (aligned)")]
+    if lam in (0.0, 1.0):
+        return out
+    return [*out, (lam, f"lambda={lam:g} (DeRa)")]
+
+
 def generate_command(args: argparse.Namespace) -> int:
     """Run ``icml24 dera generate`` from parsed arguments and print the decoded responses.
+
+    Decodes at the chosen lambda and, beside it, at lambda 0 (the reference) and 1 (the aligned model), with
+    the same seed and settings; writes them to a new run directory under ``--out``.
 
     Parameters
     ----------
     args : argparse.Namespace
         The parsed options: ``lam``, ``prompt``, ``aligned``, ``ref``, ``samples``, ``sample``,
-        ``num_beams``, ``max_new_tokens``, ``temperature``, ``top_k``, ``top_p`` and ``seed``.
+        ``num_beams``, ``max_new_tokens``, ``temperature``, ``top_k``, ``top_p``, ``seed`` and ``out``.
 
     Returns
     -------
@@ -145,36 +162,69 @@ def generate_command(args: argparse.Namespace) -> int:
     beam_kw = {"num_beams": args.num_beams, "num_return_sequences": args.samples} if beams else {}
     if (args.aligned is None) != (args.ref is None):
         raise InputError("give both --aligned and --ref, or neither (to use the trained enumerable pair)")
+    lambdas = _lambdas(lam)
+    mode = f"beam search ({args.num_beams} beams)" if beams else ("sampling" if sample else "greedy")
+    what = f"{args.samples} {mode} output{'s' if args.samples > 1 else ''} for prompt {args.prompt!r}"
+    at = ", ".join(label for _, label in lambdas)
     if args.aligned is None:
-        aligned, ref, lang = default_pair(args.seed)
+        from ..data.text import EnumerableLanguage, SymbolReward
+
+        lang = EnumerableLanguage(symbols="abcd", prompt_len=2, response_len=4, seed=args.seed)
         if len(args.prompt) != lang.prompt_len or any(c not in lang.symbols for c in args.prompt):
             raise InputError(
                 f"prompt {args.prompt!r} is not in the language",
                 f"use {lang.prompt_len} of the symbols {lang.symbols!r}, e.g. --prompt ab",
             )
-        ids = torch.tensor([lang.encode(args.prompt)] * rows)
-        out = dera_generate(
-            aligned,
-            ref,
-            ids,
-            lam=lam,
-            max_new_tokens=lang.response_len,
-            do_sample=sample,
-            temperature=args.temperature,
-            top_k=args.top_k,
-            top_p=args.top_p,
-            seed=args.seed,
-            allowed_ids=lang.symbol_ids,
-            eos_token_id=None,
-            **beam_kw,
+        run = start_run(
+            args,
+            "dera-generate",
+            f"decode {what} at {at}, from the enumerable-language pair of seed {args.seed} (trained on first use, "
+            "about 20 s, then cached)",
         )
-        from ..data.text import SymbolReward
-
+        aligned, ref, lang = default_pair(args.seed)
+        ids = torch.tensor([lang.encode(args.prompt)] * rows)
         reward = SymbolReward()
-        print(f"DeRa lambda={lam:g} (beta/lambda = {1.0 / lam if lam else float('inf'):g}), prompt {args.prompt!r}:")
-        for row in out:
-            resp = lang.decode_response(row[lang.response_start : lang.response_start + lang.response_len].tolist())
-            print(f"  {resp}   reward {reward(args.prompt, resp):g}")
+        cols: dict[str, list[tuple[str, float]]] = {}
+        for value, label in lambdas:
+            out = dera_generate(
+                aligned,
+                ref,
+                ids,
+                lam=value,
+                max_new_tokens=lang.response_len,
+                do_sample=sample,
+                temperature=args.temperature,
+                top_k=args.top_k,
+                top_p=args.top_p,
+                seed=args.seed,
+                allowed_ids=lang.symbol_ids,
+                eos_token_id=None,
+                **beam_kw,
+            )
+            resps = [
+                lang.decode_response(row[lang.response_start : lang.response_start + lang.response_len].tolist())
+                for row in out
+            ]
+            cols[label] = [(r, float(reward(args.prompt, r))) for r in resps]
+        width = max(len(label) for label in cols)
+        lines = [
+            f"DeRa lambda={lam:g} (beta/lambda = {1.0 / lam if lam else float('inf'):g}), prompt {args.prompt!r}:",
+            ("  " + "   ".join(f"{label:<{width}}" for label in cols)).rstrip(),
+        ]
+        for i in range(len(next(iter(cols.values())))):
+            lines.append(
+                ("  " + "   ".join(f"{f'{c[i][0]}   reward {c[i][1]:g}':<{width}}" for c in cols.values())).rstrip()
+            )
+        means = {label: sum(r for _, r in c) / len(c) for label, c in cols.items()}
+        lines.append(("  " + "   ".join(f"{f'mean reward {m:.3g}':<{width}}" for m in means.values())).rstrip())
+        print("\n".join(lines))
+        results = {
+            "lambda": lam,
+            "prompt": args.prompt,
+            "generations": {label: [{"response": r, "reward": w} for r, w in c] for label, c in cols.items()},
+            "mean_reward": means,
+        }
+        finish_run(run, results, lines)
         return 0
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -193,25 +243,38 @@ def generate_command(args: argparse.Namespace) -> int:
             "--ref has a different tokenizer vocabulary from --aligned",
             "DeRa mixes the two models token by token: give an aligned model and its own reference",
         )
+    run = start_run(
+        args,
+        "dera-generate",
+        f"decode {what} at {at}, {args.max_new_tokens} new tokens each, from {paths['aligned']} and its "
+        f"reference {paths['ref']}",
+    )
     aligned = AutoModelForCausalLM.from_pretrained(paths["aligned"], local_files_only=True).eval()
     ref = AutoModelForCausalLM.from_pretrained(paths["ref"], local_files_only=True).eval()
     enc = tok([args.prompt] * rows, return_tensors="pt", padding=True)
-    out = dera_generate(
-        aligned,
-        ref,
-        enc["input_ids"],
-        attention_mask=enc["attention_mask"],
-        lam=lam,
-        max_new_tokens=args.max_new_tokens,
-        do_sample=sample,
-        **beam_kw,
-        temperature=args.temperature,
-        top_k=args.top_k,
-        top_p=args.top_p,
-        seed=args.seed,
-        pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
-    )
-    for row in out:
-        print(tok.decode(row[enc["input_ids"].size(1) :], skip_special_tokens=True))
-        print("---")
+    lines, generations = [], {}
+    for value, label in lambdas:
+        out = dera_generate(
+            aligned,
+            ref,
+            enc["input_ids"],
+            attention_mask=enc["attention_mask"],
+            lam=value,
+            max_new_tokens=args.max_new_tokens,
+            do_sample=sample,
+            **beam_kw,
+            temperature=args.temperature,
+            top_k=args.top_k,
+            top_p=args.top_p,
+            seed=args.seed,
+            pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
+        )
+        texts = [tok.decode(row[enc["input_ids"].size(1) :], skip_special_tokens=True) for row in out]
+        generations[label] = texts
+        block = [f"== {label} =="]
+        for text in texts:
+            block += [text, "---"]
+        print("\n".join(block), flush=True)
+        lines += block
+    finish_run(run, {"lambda": lam, "prompt": args.prompt, "generations": generations}, lines)
     return 0

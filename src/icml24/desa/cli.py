@@ -1,7 +1,8 @@
 """``icml24 desa run``: decentralised DeSA on the offline digit domains (or Fashion-MNIST), one process per client.
 
 Starts the clients over ``torch.distributed`` (gloo, 127.0.0.1 by default), shows a progress bar per round and
-prints intra / inter / worst accuracy per client beside local training, with the bytes each client sent. A client
+prints intra / inter / worst accuracy per client beside local training, with the bytes each client sent, and
+writes them to a new run directory under ``--out``. A client
 that dies is reported and the others finish (``--on-failure stop`` ends the run instead); ``--checkpoint-dir``
 makes an interrupted run resumable.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 
 from ..validation import check_choice, check_int, check_seed
+from ..verbs import add_out_argument, finish_run, start_run
 
 TOPOLOGIES = ("ring", "mesh", "random_regular")
 DOMAINS = ("mnist", "digits", "mnistm", "synth", "noisy")
@@ -65,7 +67,8 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         default="continue",
         help="continue (default: the other clients finish without a dead one) or stop (one-line error)",
     )
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the data, the models and the run")
+    add_out_argument(p)
     return p
 
 
@@ -97,6 +100,14 @@ def run_command(args: argparse.Namespace) -> int:
         raise InputError("--checkpoint-dir needs the multi-process run (drop --inprocess)")
     if args.port is not None:
         check_int(args.port, "--port", min_val=1, max_val=65535)
+    backend = "inprocess" if args.inprocess else "gloo"
+    run = start_run(
+        args,
+        "desa-run",
+        f"run DeSA on {n} {task} clients ({topology}, {rounds} rounds, {n_train} training images and {ipc} anchors "
+        f"per class each, {dm_iterations} distribution-matching iterations, backend {backend}), then local "
+        "training alone for comparison",
+    )
     import sys
 
     import numpy as np
@@ -132,7 +143,6 @@ def run_command(args: argparse.Namespace) -> int:
         dp=bool(args.dp),
         seed=seed,
     )
-    backend = "inprocess" if args.inprocess else "gloo"
     print(f"{n} clients ({', '.join(domains)}), {topology}, {rounds} rounds, backend {backend}", flush=True)
     bar = tqdm(total=rounds, desc="rounds", unit="round", file=sys.stderr, disable=None)
     res = run_desa(
@@ -147,40 +157,62 @@ def run_command(args: argparse.Namespace) -> int:
         checkpoint_dir=args.checkpoint_dir,
     )
     bar.close()
+    lines: list[str] = []
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+        lines.append(line)
+
     if res.extra.get("resumed_from") is not None:
-        print(f"resumed from {args.checkpoint_dir} after round {res.extra['resumed_from']}")
+        say(f"resumed from {args.checkpoint_dir} after round {res.extra['resumed_from']}")
     for i, why in res.failed.items():
-        print(f"client {i} failed ({why}); the others finished without it and are compared among themselves")
+        say(f"client {i} failed ({why}); the others finished without it and are compared among themselves")
     keep = [i for i in range(n) if i not in res.failed]
+    results = {
+        "clients": n,
+        "domains": domains,
+        "failed": {str(i): str(why) for i, why in res.failed.items()},
+        "seconds": res.seconds,
+    }
     if len(keep) < 2:
-        print(f"only client(s) {keep} finished: no inter-domain table")
+        say(f"only client(s) {keep} finished: no inter-domain table")
+        finish_run(run, results, lines)
         return 1
     models, train, test, domains = ([v[i] for i in keep] for v in (models, train, test, domains))
     trained, sent = [res.models[i] for i in keep], [res.bytes_sent[i] for i in keep]
+    print("local training alone, for comparison...", flush=True)
     local = domain_summary(accuracy_matrix(local_training(models, train, cfg), test))
     ours = domain_summary(accuracy_matrix(trained, test))
-    print(
+    say(
         f"{'client':>7} {'domain':>8} {'model':>8} {'local intra':>11} {'local inter':>11} {'DeSA intra':>10} "
         f"{'DeSA inter':>10} {'bytes sent':>11}"
     )
     for k, i in enumerate(keep):
-        print(
+        say(
             f"{i:>7} {domains[k]:>8} {type(models[k]).__name__:>8} {local[f'intra_{k}']:>11.3f} "
             f"{local[f'inter_{k}']:>11.3f} {ours[f'intra_{k}']:>10.3f} {ours[f'inter_{k}']:>10.3f} "
             f"{sent[k]:>11,d}"
         )
-    print(
+    say(
         f"{'mean':>7} {'':>8} {'':>8} {local['intra']:>11.3f} {local['inter']:>11.3f} {ours['intra']:>10.3f} "
         f"{ours['inter']:>10.3f} {int(np.mean(sent)):>11,d}"
     )
-    print(
+    say(
         f"{'worst':>7} {'':>8} {'':>8} {local['worst_intra']:>11.3f} {local['worst_inter']:>11.3f} "
         f"{ours['worst_intra']:>10.3f} {ours['worst_inter']:>10.3f}"
     )
-    print(
-        f"anchors once: {int(np.mean([res.bytes_anchors[i] for i in keep])):,d} B per client; logits: "
-        f"{int(np.mean([res.bytes_logits[i] for i in keep])) // rounds:,d} B per client per round; {res.seconds:.1f} s"
+    anchors = int(np.mean([res.bytes_anchors[i] for i in keep]))
+    logits = int(np.mean([res.bytes_logits[i] for i in keep])) // rounds
+    say(f"anchors once: {anchors:,d} B per client; logits: {logits:,d} B per client per round; {res.seconds:.1f} s")
+    results.update(
+        finished=keep,
+        local={k: float(v) for k, v in local.items()},
+        desa={k: float(v) for k, v in ours.items()},
+        bytes_sent=[int(b) for b in sent],
+        bytes_anchors_per_client=anchors,
+        bytes_logits_per_client_per_round=logits,
     )
+    finish_run(run, results, lines)
     return 0
 
 

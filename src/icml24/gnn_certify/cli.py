@@ -8,14 +8,21 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import math
+import sys
 from pathlib import Path
 
 from ..errors import InputError
-from ..runs import atomic_write_json
+from ..files import encode_nonfinite, json_default
 from ..validation import check_float, check_int, check_seed
+from ..verbs import add_out_argument, finish_run, start_run
 
 EXIT_ROBUST, EXIT_NOT_ROBUST, EXIT_UNKNOWN = 0, 1, 3
+
+#: SCIP's infinity: a bound at or beyond it (SCIP's dual bound before any is proven) is reported as +-inf.
+SCIP_INFINITY = 1e20
 
 
 def register(subparsers, parents) -> None:
@@ -57,24 +64,24 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         default=0.1,
         help=(
             "global budget as a fraction in [0, 1] of the edge_index entries (graph) or of the arcs of the k-hop "
-            "subgraph (node): ceil(pct*E) (default 0.1)"
+            "subgraph (node): ceil(pct*E)"
         ),
     )
     p.add_argument("--global-budget", type=int, default=None, help="global budget as a number of flips")
-    p.add_argument("--strength", type=int, default=2, help="local attack strength s (default 2)")
+    p.add_argument("--strength", type=int, default=2, help="local attack strength s")
     p.add_argument("--target", type=int, default=None, help="target class (default: every other class)")
     p.add_argument("--label-shift", type=int, default=None, help="official label shift k: target = (label+k) mod C")
-    p.add_argument("--bounds", default="sbt", choices=["basic", "sbt", "abt"], help="bound mode (default sbt)")
+    p.add_argument("--bounds", default="sbt", choices=["basic", "sbt", "abt"], help="bound mode")
     p.add_argument(
         "--settings",
         default="fast",
         choices=["fast", "official"],
         help="SCIP settings: official .set files, or fast (also aggregation separator off)",
     )
-    p.add_argument("--time-limit", type=float, default=60.0, help="seconds per target class (default 60)")
-    p.add_argument("--threads", type=int, default=1, help="SCIP/LP threads (default 1)")
-    p.add_argument("--seed", type=int, default=0, help="SCIP random seed shift (default 0)")
-    p.add_argument("--max-nodes", type=int, default=64, help="refuse larger graphs (default 64)")
+    p.add_argument("--time-limit", type=float, default=60.0, help="seconds per target class")
+    p.add_argument("--threads", type=int, default=1, help="SCIP/LP threads")
+    p.add_argument("--seed", type=int, default=0, help="SCIP random seed shift")
+    p.add_argument("--max-nodes", type=int, default=64, help="refuse larger graphs")
     p.add_argument(
         "--attack-first",
         action="store_true",
@@ -85,9 +92,20 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         action="store_true",
         help="do not hand SCIP the greedy attack as a starting solution (the paper's setting)",
     )
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.add_argument("--out", default=None, metavar="FILE.json", help="also write the report to this file")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the report (results.json) as JSON, alone on stdout; the run-directory lines go to stderr",
+    )
+    add_out_argument(p)
     return p
+
+
+def _unbounded(v: float | None) -> float | None:
+    """``v`` with SCIP's infinity (1e20) as the float infinity of its sign."""
+    if v is None or not math.isfinite(v) or abs(v) < SCIP_INFINITY:
+        return v
+    return math.copysign(math.inf, v)
 
 
 def _check(args) -> None:
@@ -103,7 +121,11 @@ def _check(args) -> None:
 
 
 def certify_command(args: argparse.Namespace) -> int:
-    """Run the verb: certify, print one line per target class (or JSON), optionally write the report.
+    """Run the verb: certify, print one line per target class (or JSON), write the run directory.
+
+    The run directory (under ``--out``) holds ``results.json`` (the report: verdict, budget and one certificate
+    per target class, SCIP's infinite bounds as ``"-Infinity"``/``"Infinity"``) and ``report.md`` (the lines
+    printed without ``--json``).
 
     Parameters
     ----------
@@ -136,6 +158,19 @@ def certify_command(args: argparse.Namespace) -> int:
     node = inst.node if net.task == "node" else None
     if net.task == "node" and node is None:
         raise InputError(f"{args.graph} has no target node, but the model classifies nodes", "use a .ncinfo file")
+    n_targets = 1 if target is not None else net.num_classes - 1
+    what = f"node {node} of " if node is not None else ""
+    size = f"{args.global_budget} flips" if args.global_budget is not None else f"budget {args.budget:g}"
+    # with --json stdout holds the JSON alone: the start and end lines go to stderr
+    quiet = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
+    with quiet:
+        run = start_run(
+            args,
+            "gnn-certify",
+            f"gnn-certify: {what}{Path(args.graph).name} ({inst.data.num_nodes} nodes), {size}, strength "
+            f"{args.strength}, bounds {args.bounds}; SCIP against {n_targets} target class"
+            f"{'es' if n_targets != 1 else ''}, at most {args.time_limit:g} s each",
+        )
     with single_thread():
         report = certify(
             model,
@@ -154,6 +189,10 @@ def certify_command(args: argparse.Namespace) -> int:
             attack_first=args.attack_first,
             greedy_start=not args.no_greedy_start,
         )
+    certificates = []
+    for c in report.certificates:
+        c.margin_lower, c.margin_upper = _unbounded(c.margin_lower), _unbounded(c.margin_upper)
+        certificates.append(c.as_dict())
     payload = {
         "model": str(Path(args.model)),
         "graph": str(Path(args.graph)),
@@ -163,31 +202,31 @@ def certify_command(args: argparse.Namespace) -> int:
         "instance_label": inst.label,
         "verdict": report.verdict,
         "budget": report.budget_of,
-        "certificates": [c.as_dict() for c in report.certificates],
+        "certificates": certificates,
     }
-    if args.out:
-        atomic_write_json(args.out, payload)
-    if args.json:
-        print(json.dumps(payload, indent=2, default=float))
-    else:
-        n = inst.data.num_nodes
-        print(
-            f"{Path(args.graph).name}: {n} nodes, {inst.edge_entries // (1 if net.task == 'node' else 2)} "
-            f"{'arcs' if net.task == 'node' else 'edges'}; model predicts {report.predicted} "
-            f"(file label {inst.label}); bounds {args.bounds}; {report.budget_of}"
+    n = inst.data.num_nodes
+    lines = [
+        f"{Path(args.graph).name}: {n} nodes, {inst.edge_entries // (1 if net.task == 'node' else 2)} "
+        f"{'arcs' if net.task == 'node' else 'edges'}; model predicts {report.predicted} "
+        f"(file label {inst.label}); bounds {args.bounds}; {report.budget_of}"
+    ]
+    for c in report.certificates:
+        lines.append(
+            f"target {c.target}: {c.verdict:<10} margin in [{c.margin_lower:.4g}, {c.margin_upper:.4g}]  "
+            f"{c.seconds:.2f} s  {c.nodes} nodes  budget {c.global_budget}"
         )
-        for c in report.certificates:
-            line = (
-                f"target {c.target}: {c.verdict:<10} margin in [{c.margin_lower:.4g}, {c.margin_upper:.4g}]  "
-                f"{c.seconds:.2f} s  {c.nodes} nodes  budget {c.global_budget}"
+        if c.verdict == NOT_ROBUST:
+            lines.append(
+                f"  added {c.added or '-'}  removed {c.removed or '-'}  "
+                f"(checked by the model: logit margin {c.checked_margin:.4g})"
             )
-            print(line)
-            if c.verdict == NOT_ROBUST:
-                print(
-                    f"  added {c.added or '-'}  removed {c.removed or '-'}  "
-                    f"(checked by the model: logit margin {c.checked_margin:.4g})"
-                )
-        print(f"verdict: {report.verdict}")
+    lines.append(f"verdict: {report.verdict}")
+    if args.json:
+        print(json.dumps(encode_nonfinite(payload), indent=2, sort_keys=True, default=json_default))
+    else:
+        print("\n".join(lines))
+    with quiet:
+        finish_run(run, payload, lines)
     if report.verdict == ROBUST:
         return EXIT_ROBUST
     return EXIT_NOT_ROBUST if report.verdict == NOT_ROBUST else EXIT_UNKNOWN

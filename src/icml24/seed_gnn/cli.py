@@ -7,8 +7,9 @@ import json
 import sys
 
 from ..errors import InputError
-from ..runs import RunDir, artifacts_to, atomic_write_json, atomic_write_text, save_figure
+from ..runs import atomic_write_text
 from ..threads import single_thread
+from ..verbs import add_out_argument, finish_run, start_run
 
 
 def register(subparsers, parents) -> None:
@@ -44,21 +45,29 @@ def register(subparsers, parents) -> None:
         help="a graph from the data root (cora, citeseer, pubmed, amazon*, coauthor*), csbm (synthetic), "
         "auto (cora when present)",
     )
-    e.add_argument("--model", default="gcn", choices=["gcn", "sage", "gin"])
-    e.add_argument("--editor", default="seed", choices=["seed", "egnn", "finetune", "gre", "gre+"])
-    e.add_argument("--edits", type=int, default=50, help="number of sequential edits (default 50)")
-    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--model", default="gcn", choices=["gcn", "sage", "gin"], help="the backbone GNN to pretrain")
+    e.add_argument(
+        "--editor",
+        default="seed",
+        choices=["seed", "egnn", "finetune", "gre", "gre+"],
+        help="the editing method: SEED-GNN, EGNN, plain fine-tuning, GRE or GRE+",
+    )
+    e.add_argument("--edits", type=int, default=50, help="number of sequential edits")
+    e.add_argument("--seed", type=int, default=0, help="seeds the pretraining, the split and the targets")
     e.add_argument("--official-quirk", action="store_true", help="reproduce the official neighbour-index bug")
-    e.add_argument("--save-state", default=None, metavar="PATH", help="save the editor state here")
-    e.add_argument("--out", default="runs", help="folder for the run directory (default runs/)")
+    e.add_argument(
+        "--save-state", action="store_true", help="also save the editor state as editor-state.pt in the run directory"
+    )
+    add_out_argument(e)
     e.set_defaults(func=edit_command)
 
 
 def edit_command(args: argparse.Namespace) -> int:
     """Run ``icml24 seed-gnn edit`` from parsed arguments.
 
-    Pretrains the backbone, selects the targets, edits them one after another and writes ``edits.jsonl``,
-    ``summary.json`` and a drawdown and success-rate plot to a new run directory.
+    Pretrains the backbone, selects the targets, edits them one after another and writes ``results.json``
+    (the summary), ``report.md`` (the printed table), ``edits.jsonl`` (one record per edit), a drawdown and
+    success-rate plot and, with ``--save-state``, ``editor-state.pt`` to a new run directory under ``--out``.
 
     Parameters
     ----------
@@ -78,51 +87,51 @@ def edit_command(args: argparse.Namespace) -> int:
     """
     if args.edits < 1 or args.seed < 0:
         raise InputError("--edits must be >= 1 and --seed >= 0")
+    quirk = " (official neighbour-index quirk)" if (args.official_quirk and args.editor == "seed") else ""
+    run = start_run(
+        args,
+        "seed-gnn-edit",
+        f"seed-gnn edit: pretrain {args.model} on {args.data} (seed {args.seed}), then make {args.edits} "
+        f"sequential edits with {args.editor}{quirk}",
+    )
     from tqdm.auto import tqdm
 
     from .records import summarize
     from .workflow import load_graph, make_editor, pretrained, select_targets
 
-    config = {
-        "command": "seed-gnn edit",
-        "data": args.data,
-        "model": args.model,
-        "editor": args.editor,
-        "edits": args.edits,
-        "seed": args.seed,
-        "official_neighbor_quirk": args.official_quirk,
-    }
+    report = []
+
+    def say(line: str = "", write=print) -> None:
+        write(line)
+        report.append(line)
+
     with single_thread():
         data = load_graph(args.data, seed=42 + args.seed)
         gnn, pre = pretrained(args.model, data, seed=args.seed)
-        print(
+        say(
             f"{data.name}: {data.num_nodes} nodes; {args.model} pretrained (best epoch {pre.best_epoch}): "
             f"test accuracy {100 * pre.test_acc:.1f}%"
         )
         nodes, labels = select_targets(gnn, data, args.edits, seed=42 + args.seed)
-        kwargs = {"official_neighbor_quirk": True} if (args.official_quirk and args.editor == "seed") else {}
+        kwargs = {"official_neighbor_quirk": True} if quirk else {}
         editor = make_editor(args.editor, gnn, data, **kwargs)
-        run = RunDir.create(args.out, f"seed-gnn-edit-{args.model}-{args.editor}", config)
-        head = (
+        say(
             f"{'edit':>4} {'node':>5} {'label':>5} {'steps':>5} {'ms':>7} {'fixed':>5} {'SR':>5} {'test%':>6} {'DD':>6}"
         )
-        print(head)
         bar = tqdm(list(zip(nodes, labels)), desc=args.editor, unit="edit", file=sys.stderr, disable=None)
         lines = []
         for n, l in bar:
             r = editor.edit(n, l)
             lines.append(json.dumps(r.as_dict()))
-            tqdm.write(
+            say(
                 f"{r.index + 1:>4} {r.node:>5} {r.label:>5} {r.steps:>5} {1e3 * r.seconds:>7.1f} "
                 f"{'yes' if r.target_correct else 'no':>5} {r.success_rate:>5.2f} {100 * r.test_acc:>6.1f} "
-                f"{r.drawdown:>6.1f}"
+                f"{r.drawdown:>6.1f}",
+                write=tqdm.write,
             )
         bar.close()
     s = summarize(editor.log)
     atomic_write_text(run.path / "edits.jsonl", "\n".join(lines) + "\n")
-    atomic_write_json(run.path / "summary.json", {"base_test_acc": editor.base_acc[2], **s})
-    if args.save_state:
-        editor.save(args.save_state)
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(10, 3.8))
@@ -132,12 +141,23 @@ def edit_command(args: argparse.Namespace) -> int:
     ax[0].set(title=f"{args.editor} on {args.model}: test drawdown (points)", xlabel="edit")
     ax[1].plot(xs, [r.success_rate for r in editor.log])
     ax[1].set(title="success rate over targets so far", xlabel="edit", ylim=(0, 1.05))
-    with artifacts_to(run.path):
-        png = save_figure(fig, "drawdown-success")
     marks = "  ".join(f"DD@{c} {s[f'dd@{c}']:.1f} SR@{c} {s[f'sr@{c}']:.2f}" for c in (1, 10, 25, 50) if f"dd@{c}" in s)
-    print(
-        f"\n{marks}\nmax DD {s['max_dd']:.1f}, mean DD {s['mean_dd']:.2f}, mean SR {s['mean_sr']:.3f}, "
+    say()
+    say(marks)
+    say(
+        f"max DD {s['max_dd']:.1f}, mean DD {s['mean_dd']:.2f}, mean SR {s['mean_sr']:.3f}, "
         f"{s['ms_per_edit']:.1f} ms and {s['mean_steps']:.1f} steps per edit"
     )
-    print(f"plot: {png}\nlog: {run.path / 'edits.jsonl'}")
+    results = {
+        "data": data.name,
+        "num_nodes": int(data.num_nodes),
+        "pretrain_best_epoch": int(pre.best_epoch),
+        "pretrain_test_acc": float(pre.test_acc),
+        "base_test_acc": editor.base_acc[2],
+        **s,
+    }
+    finish_run(run, results, report, figures={"drawdown-success": fig})
+    print(f"per-edit log: {run.path / 'edits.jsonl'}")
+    if args.save_state:
+        print(f"editor state: {editor.save(run.path / 'editor-state.pt')}")
     return 0

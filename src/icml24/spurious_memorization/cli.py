@@ -1,4 +1,5 @@
-"""``icml24 spurious-memorization``: spurious and test accuracy, feature alignment and gamma vs N on a data set.
+"""``icml24 spurious-memorization``: spurious and test accuracy, feature alignment and gamma vs N on a data set,
+written with its plot to a new run directory.
 
 :func:`register` adds the verb to the core command line; :func:`curves_command` runs it. Bad input raises
 :class:`~icml24.errors.InputError` (the CLI prints one line and exits 2).
@@ -7,9 +8,10 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+import sys
 
 from ..validation import check_int, check_seed
+from ..verbs import add_out_argument, finish_run, start_run
 
 DATA = ("synthetic", "mnist17", "digits", "fashion")
 
@@ -43,20 +45,21 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     argparse.ArgumentParser
         ``p`` itself.
     """
-    p.add_argument("--data", default="synthetic", choices=DATA, help="data set (default synthetic)")
-    p.add_argument("--features", default="rf", choices=("rf", "ntk"), help="feature map (default rf)")
-    p.add_argument("--act", default="phi2", choices=("phi2", "phi4", "relu"), help="activation (default phi2)")
+    p.add_argument("--data", default="synthetic", choices=DATA, help="data set")
+    p.add_argument("--features", default="rf", choices=("rf", "ntk"), help="feature map: random features or NTK")
+    p.add_argument("--act", default="phi2", choices=("phi2", "phi4", "relu"), help="activation")
     p.add_argument("--ns", type=int, nargs="+", default=[10, 20, 50, 100, 200], help="training-set sizes N")
     p.add_argument("--width", type=int, default=None, help="k (default 2000 for rf, 50 for ntk)")
-    p.add_argument("--d", type=int, default=400, help="input dimension of the synthetic data (default 400)")
-    p.add_argument("--samples", type=int, default=200, help="training samples averaged per N (default 200)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--plot", default="spurious_memorization.png", metavar="FILE.png", help="where to save the plot")
+    p.add_argument("--d", type=int, default=400, help="input dimension of the synthetic data")
+    p.add_argument("--samples", type=int, default=200, help="training samples averaged per N")
+    p.add_argument("--seed", type=int, default=0, help="seeds the data draws and the feature weights")
+    add_out_argument(p)
     return p
 
 
 def curves_command(args: argparse.Namespace) -> int:
-    """Run the verb: print one line per N and save the plot.
+    """Run the verb: print one line per N; write ``results.json``, ``report.md`` and ``curves.png`` to a new run
+    directory under ``--out``.
 
     Parameters
     ----------
@@ -67,8 +70,9 @@ def curves_command(args: argparse.Namespace) -> int:
     int
         0.
     """
+    from tqdm.auto import tqdm
+
     from ..errors import InputError
-    from ..runs import atomic_write_bytes
     from .experiments import curve_figure, load_data, memorization_curve
     from .memorization import predicted_gamma
 
@@ -82,34 +86,63 @@ def curves_command(args: argparse.Namespace) -> int:
     probe = load_data(args.data, 2, seed, d=args.d, n_test=1)
     if args.data == "mnist17" and max(args.ns) > 990:
         raise InputError("--ns must stay below 990 for mnist17 (1000 images of 1 and 7)")
-    pts = memorization_curve(
-        lambda n, s: load_data(args.data, n, s, d=args.d),
-        args.features,
-        args.act,
-        sorted(args.ns),
-        width,
-        samples=args.samples,
-        seed=seed,
+    ns = sorted(args.ns)
+    fits = sum(max(1, args.samples // n) for n in ns)
+    run = start_run(
+        args,
+        "spurious-memorization",
+        f"fit {fits} min-norm {args.features} {args.act} interpolators (width {width}) on {args.data} at "
+        f"N = {', '.join(map(str, ns))}, about {args.samples} training samples per N",
     )
+    bar = tqdm(total=fits, desc="fits", unit="fit", file=sys.stderr, disable=None)
+
+    def loader(n, s):
+        bar.update()
+        return load_data(args.data, n, s, d=args.d)
+
+    try:
+        pts = memorization_curve(loader, args.features, args.act, ns, width, samples=args.samples, seed=seed)
+    finally:
+        bar.close()
     gammas = {
         f"{regime}, alpha={probe.alpha:.2f}": predicted_gamma(args.features, args.act, probe.alpha, regime)
         for regime in ("few", "many")
     }
-    print(f"{args.data}: d={probe.d} alpha={probe.alpha:.3f}  {args.features} {args.act} width={width}")
-    print(f"{'N':>6} {'reps':>5} {'spurious':>9} {'test':>6} {'control':>8} {'F':>7} {'|LOO|':>7}")
+    lines = [
+        f"{args.data}: d={probe.d} alpha={probe.alpha:.3f}  {args.features} {args.act} width={width}",
+        f"{'N':>6} {'reps':>5} {'spurious':>9} {'test':>6} {'control':>8} {'F':>7} {'|LOO|':>7}",
+    ]
     for p in pts:
-        print(
+        lines.append(
             f"{p.n:>6} {p.replicates:>5} {p.spurious_acc:>9.3f} {p.test_acc:>6.3f} {p.control_acc:>8.3f} "
             f"{p.alignment:>7.3f} {p.loo_abs:>7.3f}"
         )
-    print("gamma: " + ", ".join(f"{k} -> {v:.3f}" for k, v in gammas.items()))
+    lines.append("gamma: " + ", ".join(f"{k} -> {v:.3f}" for k, v in gammas.items()))
+    print("\n".join(lines), flush=True)
     fig = curve_figure({f"{args.data} {args.features} {args.act}": pts}, gammas, title=f"{args.data}, seed {seed}")
-    import io
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
-    path = atomic_write_bytes(Path(args.plot), buf.getvalue())
-    print(f"plot: {path}")
+    results = {
+        "data": args.data,
+        "d": probe.d,
+        "alpha": probe.alpha,
+        "features": args.features,
+        "act": args.act,
+        "width": width,
+        "seed": seed,
+        "points": [
+            {
+                "n": p.n,
+                "replicates": p.replicates,
+                "spurious_acc": p.spurious_acc,
+                "test_acc": p.test_acc,
+                "control_acc": p.control_acc,
+                "alignment": p.alignment,
+                "loo_abs": p.loo_abs,
+            }
+            for p in pts
+        ],
+        "gamma": gammas,
+    }
+    finish_run(run, results, lines, figures={"curves": fig})
     return 0
 
 

@@ -1,5 +1,6 @@
 """``icml24 tiny-lm derive``: prune SmolLM2's tokenizer to a corpus, derive a child by parameter inheritance and
-write it (a plain Llama model and its tokenizer) to a folder that ``from_pretrained`` loads.
+write it (a plain Llama model and its tokenizer) to ``<run directory>/model/``, a folder that ``from_pretrained``
+loads.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ def register(subparsers, parents) -> None:
     """
     p = subparsers.add_parser("tiny-lm", parents=parents, help="PanGu-pi Pro: derive a tiny Llama from a larger one")
     sub = p.add_subparsers(dest="tiny_lm_command", required=True)
-    d = sub.add_parser("derive", parents=parents, help="compact tokenizer + parameter inheritance, saved to --out")
+    d = sub.add_parser(
+        "derive", parents=parents, help="compact tokenizer + parameter inheritance, saved to <run>/model/"
+    )
     add_arguments(d)
     d.set_defaults(func=derive_command)
 
@@ -50,10 +53,12 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument(
         "--corpus", default=None, help="a UTF-8 text file to count tokens on (default: Austen + Shakespeare)"
     )
-    p.add_argument("--criterion", default="l2", help="width criterion: l1, l2 (default), taylor, mask, random")
-    p.add_argument("--layer-selection", default="first_last", help="first_last (default), middle or random")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", required=True, help="folder to write the model and tokenizer to")
+    p.add_argument("--criterion", default="l2", help="width criterion: l1, l2, taylor, mask, random")
+    p.add_argument("--layer-selection", default="first_last", help="first_last, middle or random")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random criterion and layer selection")
+    from ..verbs import add_out_argument
+
+    add_out_argument(p)
     return p
 
 
@@ -89,48 +94,68 @@ def derive_command(args: argparse.Namespace) -> int:
         from .corpus import corpus
 
         texts = list(corpus(None)[0])
-    from pathlib import Path
-
     import torch
 
+    from ..verbs import elapsed, finish_run, start_run
     from .corpus import parent_model, parent_tokenizer
     from .inherit import count_parameters, inherit
     from .tokenizer import compact_tokenizer, embedding_share, tokens_per_byte
 
-    tok = parent_tokenizer()
-    ct = compact_tokenizer(tok, texts, vocab)
-    parent = parent_model()
-    probe = None
-    if criterion in ("taylor", "mask"):
-        ids = ct.tokenizer(texts[0][:200_000], add_special_tokens=False)["input_ids"]
-        probe = torch.tensor(ids[: 16 * 64], dtype=torch.long).view(-1, 64)
-    child = inherit(
-        parent,
-        num_layers=layers,
-        hidden_size=hidden,
-        num_heads=heads,
-        intermediate_size=ffn,
-        vocab=ct,
-        layers=selection,
-        criterion=criterion,
-        batches=probe,
-        seed=seed,
+    run = start_run(
+        args,
+        "tiny-lm-derive",
+        f"tiny-lm derive: a {layers}-layer child of width {hidden} ({heads} heads, FFN {ffn}) from SmolLM2-135M with "
+        f"a {vocab}-piece tokenizer, {criterion} width criterion, {selection} layers",
     )
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    child.save_pretrained(out)
-    ct.tokenizer.save_pretrained(out)
-    torch.save({"kept_ids": ct.kept_ids}, out / "id_map.pt")
-    sample = texts[0][:100_000]
-    print(
+    with elapsed("tiny-lm derive"):  # no per-stage hook in the library: elapsed time only
+        tok = parent_tokenizer()
+        ct = compact_tokenizer(tok, texts, vocab)
+        parent = parent_model()
+        probe = None
+        if criterion in ("taylor", "mask"):
+            ids = ct.tokenizer(texts[0][:200_000], add_special_tokens=False)["input_ids"]
+            probe = torch.tensor(ids[: 16 * 64], dtype=torch.long).view(-1, 64)
+        child = inherit(
+            parent,
+            num_layers=layers,
+            hidden_size=hidden,
+            num_heads=heads,
+            intermediate_size=ffn,
+            vocab=ct,
+            layers=selection,
+            criterion=criterion,
+            batches=probe,
+            seed=seed,
+        )
+        out = run.path / "model"
+        out.mkdir()
+        child.save_pretrained(out)
+        ct.tokenizer.save_pretrained(out)
+        torch.save({"kept_ids": ct.kept_ids}, out / "id_map.pt")
+        sample = texts[0][:100_000]
+        tpb = (tokens_per_byte(tok, sample), tokens_per_byte(ct.tokenizer, sample))
+    params, share = count_parameters(child), embedding_share(child)
+    lines = [
         f"child: {layers} layers, width {hidden}, {heads} heads, FFN {ffn}, {ct.vocab_size} pieces, "
-        f"{count_parameters(child):,} parameters (embedding share {embedding_share(child):.1%})"
-    )
-    print(
-        f"tokenizer: coverage {ct.coverage:.4f} of corpus tokens; tokens per byte {tokens_per_byte(tok, sample):.4f} "
-        f"-> {tokens_per_byte(ct.tokenizer, sample):.4f}"
-    )
-    print(f"written to {out}")
+        f"{params:,} parameters (embedding share {share:.1%})",
+        f"tokenizer: coverage {ct.coverage:.4f} of corpus tokens; tokens per byte {tpb[0]:.4f} -> {tpb[1]:.4f}",
+    ]
+    print("\n".join(lines))
+    print(f"model and tokenizer written to {out} (LlamaForCausalLM / AutoTokenizer .from_pretrained)")
+    results = {
+        "layers": layers,
+        "hidden": hidden,
+        "heads": heads,
+        "ffn": ffn,
+        "vocab": ct.vocab_size,
+        "parameters": params,
+        "embedding_share": share,
+        "coverage": ct.coverage,
+        "parent_tokens_per_byte": tpb[0],
+        "child_tokens_per_byte": tpb[1],
+        "model": str(out),
+    }
+    finish_run(run, results, lines)
     return 0
 
 
