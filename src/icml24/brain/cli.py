@@ -89,7 +89,7 @@ def train_command(args: argparse.Namespace) -> int:
         with elapsed("brain train --model smollm2"):  # smollm2_arm has no per-step hook: elapsed time only
             m = smollm2_arm(steps, n=n, prompts_per_step=2, seed=seed)
         samples = int(m["prompts"]) * 4  # smollm2_arm's eval_samples (4) responses per prompt
-        se = m.get("kl_after_se")  # not returned by smollm2_arm yet
+        se = m.get("kl_after_se")
         kl = f"{m['kl_after']:.4f}" + (f" ± {se:.4f}" if se is not None else "")
         lines = [
             f"loaded in {m['load_seconds']:.0f} s; {m['trainable_params']:.0f} LoRA parameters; "
@@ -100,9 +100,9 @@ def train_command(args: argparse.Namespace) -> int:
             f"reward: per 100 words, mean over {samples} sampled responses; KL: Monte Carlo mean of log q - log p "
             f"over {samples} samples"
             + (
-                " (mean ± standard error)"
+                " (mean ± standard error; a mean below 0 is sampling noise)"
                 if se is not None
-                else " (smollm2_arm returns no standard error; a value below 0 is sampling noise)"
+                else " (no standard error given)"
             ),
         ]
         print("\n".join(lines))

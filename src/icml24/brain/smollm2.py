@@ -60,7 +60,8 @@ def smollm2_arm(
     Returns
     -------
     dict of str to float
-        ``reward_before``, ``reward_after``, ``kl_after`` (nats, Monte Carlo), ``ess_first``, ``ess_last``,
+        ``reward_before``, ``reward_after``, ``kl_after`` (nats, Monte Carlo) and
+        ``kl_after_se`` (its standard error over the sampled responses), ``ess_first``, ``ess_last``,
         ``seconds_per_step``, ``trainable_params``, ``load_seconds``.
     """
     from ..data.text import LexiconReward
@@ -101,7 +102,7 @@ def smollm2_arm(
     )
     trainable = sum(p.numel() for p in policy.parameters() if p.requires_grad)
 
-    def evaluate(model, gen_seed: int) -> tuple[float, float]:
+    def evaluate(model, gen_seed: int) -> tuple[float, float, float]:
         s = sample_responses(
             model, prompts, eval_samples, max_new_tokens, generator=torch.Generator().manual_seed(gen_seed),
             eos_token_id=eos, pad_token_id=pad,
@@ -109,9 +110,11 @@ def smollm2_arm(
         with torch.no_grad():
             prior_lp = sequence_logprobs(prior, s["input_ids"], start=length, attention_mask=s["attention_mask"])
         r = reward_fn(None, s["input_ids"][:, length:])
-        return float(r.mean()), float((s["logprob"] - prior_lp).mean())
+        d = s["logprob"] - prior_lp  # one Monte Carlo term of KL(model || prior) per sampled response
+        se = float(d.std() / d.numel() ** 0.5) if d.numel() > 1 else float("nan")
+        return float(r.mean()), float(d.mean()), se
 
-    reward_before, _ = evaluate(prior, seed + 1000)
+    reward_before, _, _ = evaluate(prior, seed + 1000)
     cfg = BrainConfig(
         n=n, beta=beta, steps=steps, prompts_per_step=min(prompts_per_step, prompts.size(0)),
         max_new_tokens=max_new_tokens, lr=lr, seed=seed,
@@ -119,11 +122,12 @@ def smollm2_arm(
     t1 = time.perf_counter()
     res = train_brain(policy, prior, prompts, reward_fn, cfg, eos_token_id=eos, pad_token_id=pad)
     per_step = (time.perf_counter() - t1) / steps
-    reward_after, kl_after = evaluate(policy, seed + 1000)
+    reward_after, kl_after, kl_after_se = evaluate(policy, seed + 1000)
     return {
         "reward_before": reward_before,
         "reward_after": reward_after,
         "kl_after": kl_after,
+        "kl_after_se": kl_after_se,
         "ess_first": float(res.ess[0]) if res.ess else float("nan"),
         "ess_last": float(res.ess[-1]) if res.ess else float("nan"),
         "seconds_per_step": per_step,
