@@ -20,6 +20,8 @@ LIGHT_IMPORTS = {
     "icml24.runs",
     "icml24.threads",
     "icml24.extras",
+    "icml24.verbs",
+    "icml24.files",
 }
 
 

@@ -81,13 +81,29 @@ def check_pair(aligned, ref) -> int:
 
 
 def check_finite_weights(model: nn.Module, name: str) -> None:
-    """Refuse a model with a NaN or infinite parameter or buffer, naming it ``name``."""
+    """Refuse a model with a NaN or infinite parameter or buffer, naming it ``name``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    name : str
+        The argument's name in the message.
+    """
     if any(t.is_floating_point() and not bool(torch.isfinite(t).all()) for t in model.state_dict().values()):
         raise InputError(f"{name} has NaN or infinite weights")
 
 
 def check_positions(model: nn.Module, length: int, name: str) -> None:
-    """Refuse sequences longer than a model with learned positions (``config.n_positions``, GPT-2) can read."""
+    """Refuse sequences longer than a model with learned positions (``config.n_positions``, GPT-2) can read.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    length : int
+        Tokens in the longest sequence.
+    name : str
+        The argument's name in the message.
+    """
     limit = getattr(getattr(model, "config", None), "n_positions", None)
     if isinstance(limit, int) and length > limit:
         raise InputError(f"{name} reaches {length} tokens, more than the model's {limit} positions (n_positions)")

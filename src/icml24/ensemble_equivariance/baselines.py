@@ -20,7 +20,7 @@ from torch import nn
 
 from ..errors import InputError
 from ..validation import check_int, check_seed, check_tensor
-from .ensemble import _check_factory, check_fit, check_training, diverged, make_members, member_loss, orbit_stack
+from .ensemble import check_factory, check_fit, check_training, diverged, make_members, member_loss, orbit_stack
 from .groups import as_group, check_images
 
 __all__ = ["OrbitAveraged", "GroupCNN", "train_members_loop"]
@@ -192,7 +192,7 @@ def train_members_loop(
     list of torch.nn.Module
         The trained members (new modules).
     """
-    factory = _check_factory(factory)
+    factory = check_factory(factory)
     members, steps, lr, seed, x, y = check_training(members, steps, lr, seed, x, y)
     mods = make_members(factory, members, seed)
     check_fit(mods[0], x, y)

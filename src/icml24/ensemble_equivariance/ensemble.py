@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 
-def _check_factory(factory: Any) -> Callable[[], nn.Module]:
+def check_factory(factory: Any) -> Callable[[], nn.Module]:
     if not callable(factory) or isinstance(factory, nn.Module):
         raise InputError(
             f"factory must be a callable that returns a new torch.nn.Module, got {type(factory).__name__}",
@@ -62,7 +62,7 @@ def make_members(factory: Callable[[], nn.Module], members: int, seed: int = 0) 
     -------
     list of torch.nn.Module
     """
-    factory = _check_factory(factory)
+    factory = check_factory(factory)
     members = check_int(members, "members", min_val=1)
     seed = check_seed(seed)
     out = []
@@ -321,7 +321,7 @@ def train_ensemble(
     Ensemble
         The trained ensemble; ``snapshots[s]`` the ensemble after ``s`` steps.
     """
-    factory = _check_factory(factory)
+    factory = check_factory(factory)
     members, steps, lr, seed, x, y = check_training(members, steps, lr, seed, x, y)
     if isinstance(checkpoints, (str, bytes)) or not hasattr(checkpoints, "__iter__"):
         raise InputError(f"checkpoints must be a sequence of steps, got {type(checkpoints).__name__}")

@@ -11,7 +11,7 @@ from torch import nn
 
 from ..errors import InputError
 from ..validation import check_choice, check_float, check_int, check_seed
-from .shallow import _check_data, _check_nodes
+from .shallow import check_data, check_nodes
 
 __all__ = ["fit_gnn"]
 _GPS_HEADS = 4
@@ -71,7 +71,7 @@ def fit_gnn(
     """
     from torch_geometric.nn import GCN, GraphSAGE
 
-    x, y = _check_data(data)
+    x, y = check_data(data)
     kind = check_choice(kind, "kind", ("gcn", "sage", "gps"))
     hidden = check_int(hidden, "hidden", min_val=1)
     if kind == "gps" and hidden % _GPS_HEADS:
@@ -81,7 +81,7 @@ def fit_gnn(
     lr = check_float(lr, "lr", min_val=0.0, include_boundaries="neither")
     weight_decay = check_float(weight_decay, "weight_decay", min_val=0.0)
     seed = check_seed(seed)
-    train_idx = _check_nodes(train_idx, "train_idx", x.shape[0])
+    train_idx = check_nodes(train_idx, "train_idx", x.shape[0])
     if torch.unique(y[train_idx]).numel() < 2:
         raise InputError("train_idx holds labelled nodes of one class only", "label nodes of both classes")
     if int(y.min()) < 0:

@@ -16,7 +16,7 @@ from ..claims import Scale
 from ..runs import save_figure
 from ..validation import check_seed
 from .baselines import fit_gnn
-from .shallow import ShallowGT, _label_signs, fit_hinge, hop_context
+from .shallow import ShallowGT, fit_hinge, hop_context, label_signs
 from .world import pattern_graph
 
 __all__ = [
@@ -89,7 +89,7 @@ def gt_error(model: ShallowGT, data, context, nodes: torch.Tensor) -> float:
     float
     """
     with torch.no_grad():
-        truth = _label_signs(data.y, nodes)[nodes] > 0
+        truth = label_signs(data.y, nodes)[nodes] > 0
         return float(((model(data.x, context, nodes) > 0) != truth).float().mean())
 
 

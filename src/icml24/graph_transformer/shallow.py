@@ -80,7 +80,7 @@ class HopContext:
             The sub-context (same node numbering).
         """
         ptr = self._ptr
-        nodes = torch.unique(_check_nodes(nodes, "nodes", self.num_nodes))
+        nodes = torch.unique(check_nodes(nodes, "nodes", self.num_nodes))
         start, count = ptr[nodes], ptr[nodes + 1] - ptr[nodes]
         offset = torch.arange(int(count.sum())) - torch.repeat_interleave(torch.cumsum(count, 0) - count, count)
         keep = torch.repeat_interleave(start, count) + offset
@@ -265,7 +265,7 @@ class ShallowGT(nn.Module):
             raise InputError(f"context is for {context.num_nodes} nodes, x has {x.shape[0]}", "rebuild the context")
         if context.hops > self.hops:
             raise InputError(f"context reaches {context.hops} hops, the model {self.hops}", "match hops")
-        return x, None if nodes is None else _check_nodes(nodes, "nodes", x.shape[0])
+        return x, None if nodes is None else check_nodes(nodes, "nodes", x.shape[0])
 
     def attend(self, x: torch.Tensor, context: HopContext) -> torch.Tensor:
         """Attention weight of every context pair (rows sum to 1 over each target's context).
@@ -343,7 +343,7 @@ class History:
     b: list = field(default_factory=list)
 
 
-def _label_signs(y: torch.Tensor, used: torch.Tensor, name: str = "data.y") -> torch.Tensor:
+def label_signs(y: torch.Tensor, used: torch.Tensor, name: str = "data.y") -> torch.Tensor:
     """+1/-1 per node: of the (at most two) label values on the ``used`` nodes the larger is +1, the smaller -1, so
     0/1 and -1/+1 labels read as usual; a single value reads by sign (> 0 is +1). More than two is an InputError."""
     values = torch.unique(y[used])
@@ -403,20 +403,20 @@ def fit_hinge(
     """
     if not isinstance(model, ShallowGT):
         raise InputError(f"model is a {type(model).__name__}", "give a ShallowGT")
-    x, y = _check_data(data, model)
+    x, y = check_data(data, model)
     steps = check_int(steps, "steps", min_val=1)
     lr = check_float(lr, "lr", min_val=0.0, include_boundaries="neither")
     batch_size = check_int(batch_size, "batch_size", min_val=1)
     seed = check_seed(seed)
     record_every = check_int(record_every, "record_every", min_val=0)
-    train_idx = _check_nodes(train_idx, "train_idx", x.shape[0])
+    train_idx = check_nodes(train_idx, "train_idx", x.shape[0])
     if torch.unique(y[train_idx]).numel() < 2:
         raise InputError("train_idx holds labelled nodes of one class only", "label nodes of both classes")
     used = train_idx
     if monitor is not None:
-        monitor = _check_nodes(monitor, "monitor", x.shape[0])
+        monitor = check_nodes(monitor, "monitor", x.shape[0])
         used = torch.cat([train_idx, monitor])
-    sign = _label_signs(y, used)
+    sign = label_signs(y, used)
     disc, core = _ground_truth(data, x.shape[0])
     truth = (disc, core, None if disc is None or core is None else sign)
     if context is None:
@@ -463,7 +463,7 @@ def fit_hinge(
     return hist
 
 
-def _check_data(data, model: ShallowGT | None = None, *, labels: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+def check_data(data, model: ShallowGT | None = None, *, labels: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     from torch_geometric.data import Data
 
     if not isinstance(data, Data):
@@ -476,7 +476,7 @@ def _check_data(data, model: ShallowGT | None = None, *, labels: bool = True) ->
     return x, y
 
 
-def _check_nodes(nodes, name: str, n: int) -> torch.Tensor:
+def check_nodes(nodes, name: str, n: int) -> torch.Tensor:
     nodes = check_tensor(nodes, name, ndim=1, dtype="integer").long()
     if int(nodes.min()) < 0 or int(nodes.max()) >= n:
         raise InputError(f"{name} holds indices outside the graph", f"use indices in [0, {n})")
@@ -544,13 +544,13 @@ def attention_stats(
     """
     if not isinstance(model, ShallowGT):
         raise InputError(f"model is a {type(model).__name__}", "give a ShallowGT")
-    x, _ = _check_data(data, model, labels=False)
-    nodes = _check_nodes(nodes, "nodes", x.shape[0])
+    x, _ = check_data(data, model, labels=False)
+    nodes = check_nodes(nodes, "nodes", x.shape[0])
     disc, core = _ground_truth(data, x.shape[0])
     sign = None
     if disc is not None and core is not None:
         y = check_tensor(getattr(data, "y", None), "data.y", shape=(x.shape[0],), dtype="integer")
-        sign = _label_signs(y, nodes)
+        sign = label_signs(y, nodes)
     if context is None:
         context = hop_context(data.edge_index, x.shape[0], model.hops)
     model._check_inputs(x, context, nodes)

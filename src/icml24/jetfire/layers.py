@@ -26,8 +26,8 @@ from .gemm import block_matmul, linear_gemm
 from .quant import (
     BLOCK,
     BlockQuant,
-    _check_dtype,
     check_block_size,
+    check_dtype,
     check_layer_input,
     check_seed,
     dequantize_raw,
@@ -214,7 +214,7 @@ class JetfireLinear(nn.Module):
         self.seed = check_seed(seed)
         self.backend = check_choice(backend, "backend", BACKENDS)
         device = None if device is None else check_device(device)
-        dtype = None if dtype is None else _check_dtype(dtype)
+        dtype = None if dtype is None else check_dtype(dtype)
         if self.backend == "cpu-vnni":  # refuse early, with the fix, where the kernel cannot run
             probe = torch.zeros(0, 0, dtype=torch.int8, device=device)
             check_cpu_backend(BlockQuant._trusted(probe, torch.zeros(0, 0), (0, 0), self.block_size))

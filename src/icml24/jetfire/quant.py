@@ -151,7 +151,7 @@ def check_generator(generator, name: str = "generator", device=None):
     return generator
 
 
-def _check_dtype(dtype, name: str = "dtype") -> torch.dtype:
+def check_dtype(dtype, name: str = "dtype") -> torch.dtype:
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise InputError(f"{name} must be a floating torch.dtype (e.g. torch.float32), got {dtype!r}")
     return dtype
@@ -254,7 +254,7 @@ class BlockQuant:
         torch.Tensor
             Shape ``shape``.
         """
-        dtype = _check_dtype(dtype)
+        dtype = check_dtype(dtype)
         b = self.block
         s = self.scales.repeat_interleave(b, 0).repeat_interleave(b, 1)
         return (self.data.to(torch.float32) * s)[: self.shape[0], : self.shape[1]].to(dtype)

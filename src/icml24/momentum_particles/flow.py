@@ -74,10 +74,11 @@ def noise_covariance(gamma: float, eta: float, h: float) -> tuple[float, float, 
     gamma = check_float(gamma, "gamma", **_POS)
     eta = check_float(eta, "eta", **_POS)
     h = check_float(h, "h", **_POS)
-    return in_float_range(_noise_covariance, "gamma, eta, h", gamma, eta, h)
+    return in_float_range(noise_covariance_unchecked, "gamma, eta, h", gamma, eta, h)
 
 
-def _noise_covariance(gamma: float, eta: float, h: float) -> tuple[float, float, float]:
+def noise_covariance_unchecked(gamma: float, eta: float, h: float) -> tuple[float, float, float]:
+    """:func:`noise_covariance` without its checks, for callers that checked the coefficients once."""
     c = gamma * eta
     u = c * h
     var_x = _f_var(u) / (gamma * c)
@@ -107,10 +108,11 @@ def momentum_from_target(momentum: float, gamma: float, h: float) -> float:
     momentum = check_float(momentum, "momentum", min_val=0.0, max_val=1.0, include_boundaries="left")
     gamma = check_float(gamma, "gamma", **_POS)
     h = check_float(h, "h", **_POS)
-    return in_float_range(_inverse_mass, "momentum, gamma, h", momentum, gamma, h)
+    return in_float_range(inverse_mass_unchecked, "momentum, gamma, h", momentum, gamma, h)
 
 
-def _inverse_mass(momentum: float, gamma: float, h: float) -> float:
+def inverse_mass_unchecked(momentum: float, gamma: float, h: float) -> float:
+    """``(1 - momentum) / (gamma h)`` without checks (:func:`momentum_from_target` checks)."""
     return (1.0 - momentum) / (gamma * h)
 
 

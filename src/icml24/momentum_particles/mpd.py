@@ -33,13 +33,13 @@ from torch import nn
 from ..errors import InputError
 from ..validation import check_bool, check_float, check_int
 from .flow import (  # noqa: F401
-    _inverse_mass,
-    _noise_covariance,
     flow_coefficients,
     flow_step,
     in_float_range,
+    inverse_mass_unchecked,
     momentum_from_target,
     noise_covariance,
+    noise_covariance_unchecked,
 )
 from .particles import (  # noqa: F401 - importable from here as before
     FunctionModel,
@@ -115,7 +115,7 @@ class MPD:
         for w in ("theta", "x"):  # the steps' coefficients, computed in fit, must exist in floats
             args = [getattr(self, f"{k}_{w}") for k in ("gamma", "eta", "h")]
             in_float_range(flow_coefficients, f"gamma_{w}, eta_{w}, h_{w}", *args)
-        in_float_range(_noise_covariance, "gamma_x, eta_x, h_x", self.gamma_x, self.eta_x, self.h_x)
+        in_float_range(noise_covariance_unchecked, "gamma_x, eta_x, h_x", self.gamma_x, self.eta_x, self.h_x)
         self.n_particles = check_int(n_particles, "n_particles", min_val=1)
         self.restart = check_bool(restart, "restart")
         self.preconditioner = check_preconditioner(preconditioner)
@@ -127,7 +127,7 @@ class MPD:
         if eta is not None:
             return check_float(eta, f"eta_{which}", min_val=0.0, include_boundaries="neither")
         momentum = check_float(momentum, f"momentum_{which}", min_val=0.0, max_val=1.0, include_boundaries="left")
-        return in_float_range(_inverse_mass, f"momentum_{which}, gamma_{which}, h_{which}", momentum, gamma, h)
+        return in_float_range(inverse_mass_unchecked, f"momentum_{which}, gamma_{which}, h_{which}", momentum, gamma, h)
 
     def fit(
         self,
