@@ -55,7 +55,11 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--address", default="127.0.0.1", help="rendezvous address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=None, help="rendezvous port (default: a free one)")
     p.add_argument("--inprocess", action="store_true", help="run the clients in this process instead")
-    p.add_argument("--dp", action="store_true", help="DP-SGD anchor synthesis (clip 2.0, noise 0.6); prints epsilon")
+    p.add_argument(
+        "--dp",
+        action="store_true",
+        help="DP-SGD anchor synthesis (clip 2.0, noise 0.6); its (epsilon, delta) is on each AnchorSet (library API)",
+    )
     p.add_argument("--task", default="digits", help="digits (offline domains, default) or fashion (data root)")
     p.add_argument(
         "--checkpoint-dir",
