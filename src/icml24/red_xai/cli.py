@@ -9,7 +9,6 @@ Bad input raises :class:`~icml24.errors.InputError` (the CLI prints one line and
 from __future__ import annotations
 
 import argparse
-import contextlib
 
 from ..verbs import add_out_argument
 
@@ -99,32 +98,6 @@ def _step_bar(per_model: int, n_peers: int):
     return close
 
 
-@contextlib.contextmanager
-def _ticking(what: str):
-    """Within the block, a line on stderr saying ``what`` and the time it has taken, redrawn every second (silent
-    off a terminal)."""
-    import sys
-    import threading
-
-    from tqdm.auto import tqdm
-
-    bar = tqdm(desc=what, bar_format="{desc} ({elapsed})", file=sys.stderr, disable=None, leave=False)
-    stop = threading.Event()
-
-    def beat() -> None:
-        while not stop.wait(1.0):
-            bar.refresh()
-
-    beater = threading.Thread(target=beat, daemon=True)
-    beater.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        beater.join()
-        bar.close()
-
-
 def question_command(args: argparse.Namespace) -> int:
     """Run the verb: build the shortcut (or noise-border) data, train the model, run :func:`~icml24.red_xai.question`.
 
@@ -172,7 +145,7 @@ def question_command(args: argparse.Namespace) -> int:
         if border
         else f"{args.data} with a {plant} patch on class {target}"
     )
-    from ..verbs import finish_run, start_run
+    from ..verbs import elapsed, finish_run, start_run
 
     run = start_run(
         args,
@@ -192,7 +165,7 @@ def question_command(args: argparse.Namespace) -> int:
         ]  # fmt: skip
     finally:
         close()
-    with _ticking("questioning, fixing and re-measuring"):
+    with elapsed("questioning, fixing and re-measuring"):
         r = question(
             model,
             data,
